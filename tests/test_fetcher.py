@@ -1,0 +1,289 @@
+import asyncio
+import contextlib
+import ipaddress
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from slugline import fetcher
+from slugline.fetcher import PageMeta, UnsafeURLError, fetch_metadata
+
+LOOPBACK = [ipaddress.ip_network("127.0.0.0/8")]
+PAGE = b"""<!doctype html><html><head><meta charset="utf-8">
+<title>  Plain   title </title>
+<meta property="og:title" content="  The   OG title ">
+<meta name="description" content="Plain description">
+<meta property="og:description" content="OG description">
+<meta property="og:image" content="/img/card.png">
+<meta property="og:site_name" content="Example">
+<link rel="Shortcut Icon" href="static/fav.ico">
+</head><body><p>hello</p></body></html>"""
+
+Route = Callable[[asyncio.StreamWriter], Awaitable[None]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def respond(status: int, body: bytes = b"", **headers: str) -> Route:
+    async def route(writer: asyncio.StreamWriter) -> None:
+        lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}", "Connection: close"]
+        lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        await writer.drain()
+
+    return route
+
+
+@dataclass
+class Server:
+    host: str
+    routes: dict[str, Route] = field(default_factory=dict)
+    seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    port: int = 0
+
+    def url(self, path: str) -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line, *rest = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            path = line.split()[1]
+            self.seen.append((path, {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in rest if h)}))
+            await self.routes.get(path, respond(404))(writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+
+async def start(host: str) -> AsyncIterator[Server]:
+    srv = Server(host)
+    server = await asyncio.start_server(srv.handle, host, 0)
+    srv.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield srv
+        srv.stop.set()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    async for srv in start("127.0.0.1"):
+        yield srv
+
+
+@pytest.fixture
+async def other_server() -> AsyncIterator[Server]:
+    async for srv in start("127.0.0.2"):
+        yield srv
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://localhost/",
+        "http://[::1]/",
+        "http://0.0.0.0/",
+        "http://10.0.0.1/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[64:ff9b::a00:1]/",
+        "http://[2002:7f00:1::]/",
+        "http://[fe80::1]/",
+        "http://2130706433/",
+        "http://0x7f.1/",
+        "http://100.64.0.1/",
+        "http://224.0.0.1/",
+    ],
+)
+@pytest.mark.anyio
+async def test_non_public_addresses_are_refused(url: str) -> None:
+    with pytest.raises(UnsafeURLError, match="private or reserved"):
+        await fetch_metadata(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("ftp://example.com/", "absolute http"),
+        ("javascript:alert(1)", "absolute http"),
+        ("file:///etc/passwd", "absolute http"),
+        ("/relative/path", "absolute http"),
+        ("example.com/page", "absolute http"),
+        ("http://user:pass@example.com/", "credentials"),
+        ("http://user@example.com/", "credentials"),
+        ("http://exa mple.com/", "whitespace"),
+        ("http://example.com:99999/", "invalid host or port"),
+        ("http:///path", "absolute http"),
+        ("http://example.com/" + "a" * 2048, "2048"),
+    ],
+)
+@pytest.mark.anyio
+async def test_invalid_urls_are_refused(url: str, message: str) -> None:
+    with pytest.raises(UnsafeURLError, match=message):
+        await fetch_metadata(url)
+
+
+@pytest.mark.anyio
+async def test_name_resolving_to_loopback_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def resolve(host: str, port: int) -> list[fetcher.IPAddress]:
+        return [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("127.0.0.1")]
+
+    monkeypatch.setattr(fetcher, "_resolve", resolve)
+    with pytest.raises(UnsafeURLError, match="127.0.0.1"):
+        await fetch_metadata("http://evil.test/")
+
+
+@pytest.mark.anyio
+async def test_public_host_redirecting_to_private_is_refused(server: Server, other_server: Server) -> None:
+    server.routes["/"] = respond(200, PAGE, content_type="text/html")
+    other_server.routes["/go"] = respond(302, location=server.url("/"))
+    with pytest.raises(UnsafeURLError, match="redirects"):
+        await fetch_metadata(other_server.url("/go"), allow_networks=[ipaddress.ip_network("127.0.0.2/32")])
+    assert server.seen == []
+
+
+@pytest.mark.anyio
+async def test_redirect_to_other_scheme_is_refused(server: Server) -> None:
+    server.routes["/go"] = respond(301, location="file:///etc/passwd")
+    with pytest.raises(UnsafeURLError, match="redirects"):
+        await fetch_metadata(server.url("/go"), allow_networks=LOOPBACK)
+
+
+@pytest.mark.anyio
+async def test_reads_open_graph_metadata(server: Server) -> None:
+    server.routes["/page"] = respond(200, PAGE, content_type="text/html; charset=utf-8")
+    meta = await fetch_metadata(server.url("/page"), allow_networks=LOOPBACK)
+    assert meta == PageMeta(
+        url=server.url("/page"),
+        final_url=server.url("/page"),
+        status=200,
+        content_type="text/html; charset=utf-8",
+        title="The OG title",
+        description="OG description",
+        image=server.url("/img/card.png"),
+        favicon=server.url("/static/fav.ico"),
+        site_name="Example",
+        redirects=[],
+        reachable=True,
+    )
+    assert meta.to_dict()["title"] == "The OG title"
+    path, headers = server.seen[0]
+    assert headers["host"] == f"127.0.0.1:{server.port}"
+    assert headers["user-agent"].startswith("Slugline/")
+
+
+@pytest.mark.anyio
+async def test_falls_back_to_title_tag_and_default_favicon(server: Server) -> None:
+    long_title = "word " * 100
+    body = f"<html><head><title>\n {long_title}</title><meta name=description content='caf\xe9'></head></html>"
+    server.routes["/"] = respond(200, body.encode("latin-1"), content_type="text/html; charset=ISO-8859-1")
+    meta = await fetch_metadata(server.url("/"), allow_networks=LOOPBACK)
+    assert meta.title == " ".join(long_title.split())[:255]
+    assert meta.description == "caf\xe9"
+    assert meta.favicon == server.url("/favicon.ico")
+    assert meta.image is None and meta.site_name is None
+
+
+@pytest.mark.anyio
+async def test_connects_to_the_checked_address_with_the_original_host(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = [[ipaddress.ip_address("127.0.0.1")], [ipaddress.ip_address("10.0.0.1")]]
+
+    async def rebinding_resolve(host: str, port: int) -> list[fetcher.IPAddress]:
+        assert (host, port) == ("site.test", server.port)
+        return answers.pop(0)
+
+    monkeypatch.setattr(fetcher, "_resolve", rebinding_resolve)
+    server.routes["/page"] = respond(200, PAGE, content_type="text/html")
+    meta = await fetch_metadata(f"http://site.test:{server.port}/page", allow_networks=LOOPBACK)
+    assert meta.reachable and meta.title == "The OG title"
+    assert meta.image == f"http://site.test:{server.port}/img/card.png"
+    assert server.seen[0][1]["host"] == f"site.test:{server.port}"
+    assert len(answers) == 1  # resolved once, never a second lookup
+
+
+@pytest.mark.anyio
+async def test_follows_redirect_chain(server: Server) -> None:
+    server.routes["/a"] = respond(302, location="/b")
+    server.routes["/b"] = respond(301, location=server.url("/page?x=1"))
+    server.routes["/page?x=1"] = respond(200, PAGE, content_type="text/html")
+    meta = await fetch_metadata(server.url("/a"), allow_networks=LOOPBACK)
+    assert meta.redirects == [server.url("/b"), server.url("/page?x=1")]
+    assert meta.final_url == server.url("/page?x=1")
+    assert (meta.status, meta.reachable, meta.title) == (200, True, "The OG title")
+
+
+@pytest.mark.anyio
+async def test_too_many_redirects(server: Server) -> None:
+    server.routes["/loop"] = respond(302, location="/loop")
+    meta = await fetch_metadata(server.url("/loop"), allow_networks=LOOPBACK, max_redirects=3)
+    assert not meta.reachable
+    assert meta.fetch_error == "too many redirects (more than 3)"
+    assert len(meta.redirects) == 3 and len(server.seen) == 4
+
+
+@pytest.mark.anyio
+async def test_non_html_is_reachable_without_metadata(server: Server) -> None:
+    server.routes["/data"] = respond(200, b'{"title": "no"}', content_type="application/json")
+    meta = await fetch_metadata(server.url("/data"), allow_networks=LOOPBACK)
+    assert (meta.reachable, meta.status, meta.content_type) == (True, 200, "application/json")
+    assert meta.title is None and meta.favicon is None and meta.fetch_error is None
+
+
+@pytest.mark.anyio
+async def test_endless_body_is_read_only_up_to_max_bytes(server: Server) -> None:
+    async def endless(writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<html><head><title>Big</title></head><body>")
+        while not server.stop.is_set():
+            writer.write(b"<p>" + b"x" * 65536 + b"</p>")
+            await writer.drain()
+
+    server.routes["/big"] = endless
+    meta = await fetch_metadata(server.url("/big"), allow_networks=LOOPBACK, max_bytes=200_000, timeout=5)
+    assert meta.reachable and meta.title == "Big"
+
+
+@pytest.mark.anyio
+async def test_silent_server_times_out(server: Server) -> None:
+    async def silent(writer: asyncio.StreamWriter) -> None:
+        await server.stop.wait()
+
+    server.routes["/"] = silent
+    started = time.monotonic()
+    meta = await fetch_metadata(server.url("/"), allow_networks=LOOPBACK, timeout=0.5)
+    assert time.monotonic() - started < 3
+    assert not meta.reachable and meta.fetch_error == "timed out after 0.5 s"
+
+
+@pytest.mark.anyio
+async def test_closed_port_is_unreachable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    meta = await fetch_metadata(f"http://127.0.0.1:{port}/", allow_networks=LOOPBACK, timeout=2)
+    assert not meta.reachable and meta.fetch_error and meta.fetch_error.startswith("could not connect")
+    assert meta.status is None
+
+
+@pytest.mark.anyio
+async def test_unresolvable_name_is_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def resolve(host: str, port: int) -> list[fetcher.IPAddress]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(fetcher, "_resolve", resolve)
+    meta = await fetch_metadata("http://nowhere.invalid/")
+    assert (meta.reachable, meta.fetch_error) == (False, "could not resolve host")
