@@ -1,0 +1,167 @@
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+import redis.asyncio as redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from slugline.ratelimit import Decision, MemoryRateLimiter, RateLimiter, RedisRateLimiter, make_rate_limiter
+
+REDIS_URL = os.environ.get("SLUGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class RedisCase:
+    client: redis.Redis
+    prefix: str  # unique per test, so tests never share buckets
+
+    def limiter(self) -> RedisRateLimiter:
+        return RedisRateLimiter(self.client, prefix=self.prefix)
+
+
+@pytest.fixture
+async def rds() -> AsyncIterator[RedisCase]:
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=5)
+    try:
+        await client.ping()
+    except (RedisConnectionError, OSError) as exc:
+        await client.aclose()
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Redis at {REDIS_URL} does not answer: {exc}")
+        pytest.skip(f"Redis at {REDIS_URL} does not answer: {exc}")
+    prefix = f"slugline:rl:test:{uuid.uuid4().hex}:"
+    yield RedisCase(client, prefix)
+    keys = [key async for key in client.scan_iter(match=prefix + "*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+async def burst(limiter: RateLimiter, key: str, per_minute: int, count: int) -> list[Decision]:
+    return [await limiter.hit(key, per_minute) for _ in range(count)]
+
+
+async def check_burst_refused(limiter: RateLimiter) -> None:
+    decisions = await burst(limiter, "key-a", 5, 6)
+    assert [d.allowed for d in decisions] == [True] * 5 + [False]
+    assert [d.remaining for d in decisions] == [4, 3, 2, 1, 0, 0]
+    refused = decisions[-1]
+    assert refused.retry_after >= 1 and refused.retry_after <= 12  # one token every 12 s
+    assert refused.reset <= 60
+    assert refused.headers() == {
+        "RateLimit-Limit": "5",
+        "RateLimit-Remaining": "0",
+        "RateLimit-Reset": str(refused.reset),
+        "Retry-After": str(refused.retry_after),
+    }
+    first = decisions[0]
+    assert first.retry_after == 0 and "Retry-After" not in first.headers()
+    assert first.headers()["RateLimit-Remaining"] == "4"
+    other = await limiter.hit("key-b", 5)
+    assert other.allowed and other.remaining == 4
+
+
+@pytest.mark.anyio
+async def test_memory_burst_past_limit_is_refused() -> None:
+    await check_burst_refused(MemoryRateLimiter(clock=FakeClock()))
+
+
+@pytest.mark.anyio
+async def test_memory_bucket_refills_with_time() -> None:
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock)
+    await burst(limiter, "k", 60, 60)
+    refused = await limiter.hit("k", 60)
+    assert (refused.allowed, refused.retry_after, refused.reset) == (False, 1, 60)
+    clock.now += 1
+    assert (await limiter.hit("k", 60)).allowed
+    assert not (await limiter.hit("k", 60)).allowed
+    clock.now += 30
+    decision = await limiter.hit("k", 60, cost=10)
+    assert (decision.allowed, decision.remaining, decision.reset) == (True, 20, 40)
+    clock.now += 3600
+    assert (await limiter.hit("k", 60)).remaining == 59  # capped at capacity, not 3600 tokens
+
+
+@pytest.mark.anyio
+async def test_memory_retry_after_covers_the_cost() -> None:
+    limiter = MemoryRateLimiter(clock=FakeClock())
+    await burst(limiter, "k", 6, 6)  # one token every 10 s
+    refused = await limiter.hit("k", 6, cost=3)
+    assert (refused.allowed, refused.retry_after) == (False, 30)
+
+
+@pytest.mark.anyio
+async def test_memory_limiter_memory_is_bounded() -> None:
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock, max_keys=100)
+    for i in range(1000):
+        await limiter.hit(f"key-{i}", 10)
+    assert len(limiter) == 100
+    await limiter.hit("full", 10, cost=0)
+    assert len(limiter) == 100  # full buckets are not stored at all
+
+
+@pytest.mark.anyio
+async def test_invalid_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="per_minute"):
+        await MemoryRateLimiter().hit("k", 0)
+    with pytest.raises(ValueError, match="cost"):
+        await MemoryRateLimiter().hit("k", 10, cost=-1)
+
+
+@pytest.mark.anyio
+async def test_redis_burst_past_limit_is_refused(rds: RedisCase) -> None:
+    await check_burst_refused(rds.limiter())
+
+
+@pytest.mark.anyio
+async def test_redis_bucket_refills_with_time(rds: RedisCase) -> None:
+    # Rewinding the stored timestamp stands in for waiting: the script reads the time from Redis itself.
+    limiter = rds.limiter()
+    await burst(limiter, "k", 60, 60)
+    assert not (await limiter.hit("k", 60)).allowed
+    key = rds.prefix + "k"
+    stored = await rds.client.hget(key, "at")
+    assert stored is not None
+    at = int(stored)
+    await rds.client.hset(key, "at", str(at - 30_000_000))
+    decision = await limiter.hit("k", 60)
+    assert decision.allowed and 28 <= decision.remaining <= 30
+    assert 0 < await rds.client.pttl(key) <= 32_000
+
+
+@pytest.mark.anyio
+async def test_two_redis_limiters_share_a_bucket(rds: RedisCase) -> None:
+    first, second = rds.limiter(), rds.limiter()
+    await burst(first, "shared", 3, 2)
+    decision = await second.hit("shared", 3)
+    assert decision.allowed and decision.remaining == 0
+    assert not (await first.hit("shared", 3)).allowed
+
+
+@pytest.mark.anyio
+async def test_make_rate_limiter(rds: RedisCase) -> None:
+    assert isinstance(make_rate_limiter(None), MemoryRateLimiter)
+    limiter = make_rate_limiter(REDIS_URL)
+    assert isinstance(limiter, RedisRateLimiter)
+    key = f"test:{uuid.uuid4().hex}"
+    assert (await limiter.hit(key, 10)).remaining == 9
+    assert await rds.client.exists("slugline:rl:" + key)
+    await rds.client.delete("slugline:rl:" + key)
+    await limiter.aclose()
