@@ -1,0 +1,165 @@
+"""Slugline's Rust core (built by maturin from ``rust_core/``): ids, keys, passwords, search, click classification.
+
+Every function raises :class:`CoreError` (a ``ValueError``) for invalid input and for an internal panic;
+wrong argument types raise ``TypeError``.
+"""
+
+from typing import final
+
+__version__: str
+
+RESERVED_SLUGS: frozenset[str]
+"""Lowercase words that may not be used as a slug (compared case-insensitively)."""
+
+class CoreError(ValueError):
+    """Raised for invalid input to a core function, and for a Rust panic."""
+
+# ---- slugs and ids -------------------------------------------------------------------------------
+
+def generate_slug(length: int = 7) -> str:
+    """A random base62 slug (0-9A-Za-z) from OS randomness; ``length`` must be 1..=64, else CoreError."""
+
+def slug_error(slug: str) -> str | None:
+    """``None`` when ``slug`` is valid, otherwise a message naming the field and the rule.
+
+    Rules: 1-64 characters of ``A-Z a-z 0-9 _ -``, not a reserved word (case-insensitive).
+    """
+
+def generate_link_id() -> str:
+    """A random link id: ``"lnk_"`` + 11 base62 characters."""
+
+# ---- keys and tokens -----------------------------------------------------------------------------
+
+def generate_key(kind: str) -> str:
+    """A new token: prefix + 32 random base62 + 6-char base62 CRC32 checksum.
+
+    ``kind`` is ``"full"`` (``svc_live_``), ``"public"`` (``svc_pub_``) or ``"session"`` (``svc_sess_``);
+    anything else raises CoreError.
+    """
+
+def key_kind(token: object) -> str | None:
+    """``"full"``, ``"public"`` or ``"session"`` for a well-formed token (prefix, length, alphabet, checksum).
+
+    ``None`` for anything else, including non-strings. Never raises; no database needed.
+    """
+
+def hash_key(secret: bytes, token: str) -> str:
+    """Lowercase hex HMAC-SHA256(secret, token): what is stored for a key."""
+
+def verify_key(secret: bytes, token: str, expected_hex: str) -> bool:
+    """Constant-time check of ``token`` against a stored :func:`hash_key` value; ``False`` on malformed hex."""
+
+def keyed_hash(secret: bytes, message: str) -> str:
+    """Lowercase hex HMAC-SHA256(secret, message), for cookie signing, visitor hashes and the like."""
+
+# ---- passwords -----------------------------------------------------------------------------------
+
+def hash_password(password: str) -> str:
+    """argon2id PHC string (m=19456 KiB, t=2, p=1, random 16-byte salt). Releases the GIL."""
+
+def verify_password(password: str, encoded: str) -> bool:
+    """``False`` for a wrong password; CoreError when ``encoded`` is not a usable argon2 PHC string.
+
+    Releases the GIL.
+    """
+
+# ---- search --------------------------------------------------------------------------------------
+
+def normalize(text: str) -> str:
+    """NFKD, combining marks stripped, full Unicode case folding (``"Crème Brûlée"`` -> ``"creme brulee"``)."""
+
+@final
+class SearchIndex:
+    """Per-account corpus of links, held in memory."""
+
+    def __init__(self) -> None: ...
+    def upsert(
+        self,
+        id: str,
+        slug: str,
+        destination_url: str,
+        title: str | None,
+        description: str | None,
+        note: str | None,
+        hashtags: list[str],
+        public: bool,
+    ) -> None:
+        """Add or replace a link. ``public`` is true for visibility public/unlisted (what a public key may see)."""
+
+    def remove(self, id: str) -> bool:
+        """Forget a link; ``False`` if it was not indexed."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, id: str) -> bool: ...
+    def filter(self, query: str, public_only: bool = False) -> list[str]:
+        """Ids of the links matching ``query`` (the ``q`` of ``GET /links``), in no particular order.
+
+        The query is normalized and split on whitespace; every term must match (AND). A plain term matches
+        when it is a substring of the normalized slug, title, destination_url, description, note or a hashtag;
+        ``#tag`` matches only a hashtag equal to ``normalize(tag)``. A blank query matches every link.
+        ``public_only`` leaves out links upserted with ``public=False``. Releases the GIL.
+        """
+
+    def search(
+        self, query: str, limit: int = 20, public_only: bool = False
+    ) -> tuple[int, list[tuple[str, float, dict[str, str]]]]:
+        """Ranked search: ``(total matches, top `limit` hits as (id, score, highlights))``.
+
+        Hits are sorted by score (descending), then id. Terms match field words exactly, as a prefix, or
+        (terms of 5+ characters) with one typo; ``#tag`` terms match hashtags only; every term must match.
+        ``highlights`` maps each matching field (``slug``, ``title``, ``description``, ``note``,
+        ``destination_url``, ``hashtags``) to an HTML-escaped snippet of the original text with matches in
+        ``<mark>…</mark>``. A blank query returns ``(0, [])``. Releases the GIL.
+        """
+
+# ---- clicks --------------------------------------------------------------------------------------
+
+def classify_user_agent(user_agent: str) -> tuple[str, str, str]:
+    """``(device, browser, os)``; device is one of ``desktop``, ``mobile``, ``tablet``, ``bot``, ``other``."""
+
+def referrer_host(referrer: str | None) -> str | None:
+    """Host of an absolute http(s) referrer, lowercased, without port or a leading ``www.``/``m.``; else None."""
+
+def classify_source(utm_source: str | None, via_qr: bool, referrer: str | None) -> str:
+    """``utm_source`` (trimmed, lowercased, <= 64 chars) if non-empty, else ``qr``, else the referrer host,
+    else ``direct``."""
+
+@final
+class ClickBatch:
+    """Clicks gathered by the flusher between two writes; classification happens here, off the request path."""
+
+    def __init__(self) -> None: ...
+    def add(
+        self,
+        link_id: str,
+        timestamp: float,
+        user_agent: str,
+        referrer: str | None,
+        utm_source: str | None,
+        via_qr: bool,
+        visitor_salt: bytes,
+        ip: str,
+    ) -> None:
+        """Classify and keep one click. The visitor is the first 32 hex chars of
+        HMAC-SHA256(visitor_salt, ip + "\\n" + user_agent); the IP itself is not kept."""
+
+    def __len__(self) -> int: ...
+    def rows(self) -> list[tuple[str, float, str, str, str, str, str | None, str]]:
+        """``(link_id, timestamp, device, browser, os, source, referrer_host, visitor)`` in insertion order."""
+
+    def rollup(self) -> list[tuple[str, int, str, str, int]]:
+        """``(link_id, day, device, source, clicks)`` with day = UTC epoch day, sorted by the first four.
+
+        Releases the GIL."""
+
+    def link_totals(self) -> list[tuple[str, int]]:
+        """``(link_id, clicks)`` excluding bots, sorted by link id."""
+
+    @staticmethod
+    def synthetic(n: int, links: int, days: int, seed: int) -> ClickBatch:
+        """A deterministic pseudo-random batch of ``n`` clicks, for benchmarks."""
+
+# ---- test hook -----------------------------------------------------------------------------------
+
+def _panic(message: str) -> None:
+    """Panic inside Rust on purpose; surfaces as CoreError. For tests only."""

@@ -1,0 +1,10 @@
+//! Slugline's core: pure functions and small structs behind the Python package `slugline._core`.
+//! Only `py.rs` knows about Python; everything else builds and tests without it.
+
+pub mod base62;
+pub mod keys;
+pub mod password;
+pub mod slug;
+
+#[cfg(feature = "python")]
+mod py;
