@@ -1,10 +1,13 @@
 import asyncio
 import contextlib
+import datetime
 import ipaddress
 import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -65,9 +68,9 @@ class Server:
                 await writer.wait_closed()
 
 
-async def start(host: str) -> AsyncIterator[Server]:
+async def start(host: str, tls: ssl.SSLContext | None = None) -> AsyncIterator[Server]:
     srv = Server(host)
-    server = await asyncio.start_server(srv.handle, host, 0)
+    server = await asyncio.start_server(srv.handle, host, 0, ssl=tls)
     srv.port = server.sockets[0].getsockname()[1]
     async with server:
         yield srv
@@ -287,3 +290,70 @@ async def test_unresolvable_name_is_unreachable(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(fetcher, "_resolve", resolve)
     meta = await fetch_metadata("http://nowhere.invalid/")
     assert (meta.reachable, meta.fetch_error) == (False, "could not resolve host")
+
+
+def self_signed(tmp_path: Path, name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context with a self-signed certificate for `name`, and a client context trusting only it."""
+    pytest.importorskip("cryptography", reason="cryptography is needed to make a test certificate")
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    (tmp_path / "cert.pem").write_bytes(pem)
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    return server, ssl.create_default_context(cadata=pem.decode())
+
+
+@pytest.mark.anyio
+async def test_tls_verifies_the_url_host_not_the_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server_tls, client_tls = self_signed(tmp_path, "secure.test")
+
+    async def resolve(host: str, port: int) -> list[fetcher.IPAddress]:
+        return [ipaddress.ip_address("127.0.0.1")]
+
+    monkeypatch.setattr(fetcher, "_resolve", resolve)
+    async for srv in start("127.0.0.1", server_tls):
+        srv.routes["/"] = respond(200, PAGE, content_type="text/html")
+        named = await fetch_metadata(
+            f"https://secure.test:{srv.port}/", allow_networks=LOOPBACK, ssl_context=client_tls
+        )
+        assert named.reachable and named.title == "The OG title"
+        for other in (f"https://other.test:{srv.port}/", srv.url("/").replace("http:", "https:")):
+            mismatch = await fetch_metadata(other, allow_networks=LOOPBACK, ssl_context=client_tls)
+            assert not mismatch.reachable and mismatch.fetch_error
+            assert mismatch.fetch_error.startswith("TLS error:") and "mismatch" in mismatch.fetch_error
+        untrusted = await fetch_metadata(f"https://secure.test:{srv.port}/", allow_networks=LOOPBACK)
+        assert (untrusted.reachable, untrusted.fetch_error) == (False, "TLS error: self-signed certificate")
+        assert [path for path, _ in srv.seen] == ["/"]
+
+
+@pytest.mark.anyio
+async def test_garbage_response_is_unreachable(server: Server) -> None:
+    async def garbage(writer: asyncio.StreamWriter) -> None:
+        writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        await writer.drain()
+
+    server.routes["/"] = garbage
+    meta = await fetch_metadata(server.url("/"), allow_networks=LOOPBACK)
+    assert not meta.reachable and meta.fetch_error and meta.fetch_error.startswith("invalid HTTP response")

@@ -172,7 +172,7 @@ async def _get(target: _Target, addrs: Sequence[IPAddress], opts: _Options) -> t
     url = httpcore.URL(scheme=target.scheme, host=target.host, port=target.port, target=target.path)
     headers = [("Host", target.host_header), ("User-Agent", opts.user_agent), ("Accept", _ACCEPT)]
     headers.append(("Accept-Encoding", "identity"))  # a byte cap means nothing on a compressed body
-    pool = httpcore.AsyncConnectionPool(network_backend=_PinnedBackend(addrs), retries=0)
+    pool = httpcore.AsyncConnectionPool(ssl_context=opts.ssl_context, network_backend=_PinnedBackend(addrs), retries=0)
     async with pool, pool.stream("GET", url, headers=headers) as resp:
         found = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers}
         body = bytearray()
@@ -232,8 +232,11 @@ def _has_icon_rel(rel: str | None) -> bool:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, socket.gaierror):
         return "could not resolve host"
-    if isinstance(exc.__cause__, ssl.SSLError):
-        return f"TLS error: {exc.__cause__}"[:200]
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is not None:
+        return f"TLS error: {getattr(cause, 'verify_message', None) or cause.reason or cause}"[:200]
     label = "invalid HTTP response" if isinstance(exc, httpcore.ProtocolError) else "could not connect"
     return f"{label}: {exc}"[:200] if str(exc) else label
 
@@ -243,6 +246,7 @@ class _Options(NamedTuple):
     max_bytes: int
     max_redirects: int
     user_agent: str
+    ssl_context: ssl.SSLContext | None
 
 
 async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
@@ -275,13 +279,14 @@ async def fetch_metadata(
     max_bytes: int = 1 << 20,
     max_redirects: int = 5,
     user_agent: str = DEFAULT_USER_AGENT,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> PageMeta:
     """Preview metadata of `url`. Raises UnsafeURLError for refused URLs; network trouble is in the result."""
     target = _parse_url(url)
     meta = PageMeta(url=url)
     try:
         async with asyncio.timeout(timeout):
-            await _follow(meta, target, _Options(allow_networks, max_bytes, max_redirects, user_agent))
+            await _follow(meta, target, _Options(allow_networks, max_bytes, max_redirects, user_agent, ssl_context))
     except TimeoutError:
         meta.reachable, meta.fetch_error = False, f"timed out after {timeout:g} s"
     except (OSError, httpcore.NetworkError, httpcore.TimeoutException, httpcore.ProtocolError) as exc:
