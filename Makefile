@@ -1,0 +1,46 @@
+# Two commands: `make serve` and `make test`. Everything else here is what they stand on.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export VIRTUAL_ENV := $(abspath $(VENV))
+
+.PHONY: build serve test test-rust test-python bench bench-http lint clean
+
+$(BIN)/maturin:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
+	@command -v cargo >/dev/null || { echo "a Rust toolchain (cargo) is needed"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip maturin
+
+# Builds the Rust core in release mode and installs the package (editable) with its test tools.
+build: $(BIN)/maturin
+	$(BIN)/maturin develop --release -E test -q
+
+serve: build
+	$(BIN)/slugline serve --host $(HOST) --port $(PORT)
+
+test: build test-rust test-python
+
+test-rust:
+	cargo test --quiet
+
+test-python:
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: build
+	$(BIN)/python -m pytest benches --benchmark-only -p no:timeout $(PYTEST_ARGS)
+	cargo bench --bench core
+
+bench-http: build
+	$(BIN)/python benches/http_redirect.py
+
+lint: build
+	$(BIN)/ruff check python tests benches
+	$(BIN)/mypy
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+
+clean:
+	rm -rf $(VENV) target data

@@ -1,0 +1,72 @@
+"""The ASGI application: FastAPI for /api/v1 (and, later, /mcp), with every error as {"error": ...}."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from slugline import __version__
+from slugline.api.responses import JSON, error
+from slugline.api.v1 import auth, health, links, me
+from slugline.errors import ServiceError, describe_validation
+from slugline.services.runtime import Runtime
+from slugline.settings import Settings, get_settings
+
+log = logging.getLogger("slugline")
+API = "/api/v1"
+HTTP_MESSAGES = {404: "not found", 405: "method not allowed"}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(_: Request, exc: ServiceError) -> JSON:
+        return error(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSON:
+        errors = list(exc.errors())
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return error(400, "malformed JSON")
+        return error(422, describe_validation(errors))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSON:
+        message = HTTP_MESSAGES.get(exc.status_code) or str(exc.detail)
+        return error(exc.status_code, message, exc.headers)
+
+    @app.exception_handler(Exception)
+    async def crash(_: Request, exc: Exception) -> JSON:
+        log.exception("unhandled error", exc_info=exc)
+        return error(500, "internal server error")
+
+
+def create_api(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        rt = runtime or Runtime.create(settings)
+        app.state.runtime = rt
+        try:
+            yield
+        finally:
+            if runtime is None:
+                rt.close()
+
+    app = FastAPI(title="Slugline", version=__version__, lifespan=lifespan, docs_url=f"{API}/docs",
+                  redoc_url=None, openapi_url=f"{API}/openapi.json",
+                  description="Short links with analytics, QR codes and a remote MCP endpoint.")
+    for module in (health, auth, me, links):
+        app.include_router(module.router, prefix=API)
+    install_error_handlers(app)
+    return app
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Any:
+    return create_api(settings, runtime)

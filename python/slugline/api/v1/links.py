@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
+from slugline.api.openapi import body_schema
+from slugline.api.responses import JSON
+from slugline.schemas import LinkCreate, LinkUpdate, ListParams
+from slugline.services import links
+
+router = APIRouter(prefix="/links", tags=["links"])
+
+
+@router.get("", summary="List links: paginated, sortable, searchable with q")
+def list_links(rt: RuntimeDep, caller: ApiCaller, params: Annotated[ListParams, Query()]) -> JSON:
+    return JSON(links.list_links(rt, caller, params.model_dump(exclude_unset=True)))
+
+
+@router.post("", status_code=201, openapi_extra=body_schema(LinkCreate), summary="Create a link")
+def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody) -> JSON:
+    return JSON(links.create_link(rt, caller, body), status_code=201)
+
+
+@router.get("/{link_id}", summary="Get one link")
+def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
+    return JSON(links.get_link(rt, caller, link_id))
+
+
+@router.put("/{link_id}", openapi_extra=body_schema(LinkUpdate),
+            summary="Update a link: send only the fields to change; null clears title, description, note, hashtags")
+def update_link(rt: RuntimeDep, caller: ApiCaller, link_id: str, body: JsonBody) -> JSON:
+    return JSON(links.update_link(rt, caller, link_id, body))
+
+
+@router.delete("/{link_id}", summary="Delete a link permanently, with its clicks")
+def delete_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
+    return JSON(links.delete_link(rt, caller, link_id))

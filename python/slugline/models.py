@@ -1,0 +1,110 @@
+"""The schema as typed SQLAlchemy models. Alembic migrations in `migrations/` are what create it."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import JSON, BigInteger, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+Timestamp = DateTime(timezone=True)
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(32), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    plan: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    # Bumped on every change to the account's links, so each worker knows when its search index is stale.
+    links_version: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class SessionToken(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    expires_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    scope: Mapped[str] = mapped_column(String(8))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    last4: Mapped[str] = mapped_column(String(4))
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    last_used_at: Mapped[datetime | None] = mapped_column(Timestamp, nullable=True)
+
+    __table_args__ = (Index("uq_api_keys_account_scope", "account_id", "scope", unique=True),)
+
+
+class Link(Base):
+    __tablename__ = "links"
+
+    id: Mapped[str] = mapped_column(String(15), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    destination_url: Mapped[str] = mapped_column(String(2048))
+    title: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    description: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    hashtags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    visibility: Mapped[str] = mapped_column(String(8))
+    password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    clicks: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp)
+
+    __table_args__ = (Index("ix_links_account_created", "account_id", "created_at"),)
+
+
+class Click(Base):
+    __tablename__ = "clicks"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    link_id: Mapped[str] = mapped_column(ForeignKey("links.id", ondelete="CASCADE"))
+    clicked_at: Mapped[datetime] = mapped_column(Timestamp)
+    device: Mapped[str] = mapped_column(String(8))
+    browser: Mapped[str] = mapped_column(String(32))
+    os: Mapped[str] = mapped_column(String(32))
+    source: Mapped[str] = mapped_column(String(255))
+    referrer: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    visitor: Mapped[str] = mapped_column(String(32))
+
+    __table_args__ = (Index("ix_clicks_link_time", "link_id", "clicked_at"),)
+
+
+class ClickDaily(Base):
+    """Daily roll-up that analytics reads: one row per link, day, device and source."""
+
+    __tablename__ = "click_daily"
+
+    link_id: Mapped[str] = mapped_column(ForeignKey("links.id", ondelete="CASCADE"), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    device: Mapped[str] = mapped_column(String(8), primary_key=True)
+    source: Mapped[str] = mapped_column(String(255), primary_key=True)
+    clicks: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    __table_args__ = (Index("ix_click_daily_day", "day"),)
+
+
+class VisitorSalt(Base):
+    """The day's random salt for visitor hashes; old days are deleted, so old hashes cannot be re-linked."""
+
+    __tablename__ = "visitor_salts"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    salt: Mapped[bytes] = mapped_column(LargeBinary(32))

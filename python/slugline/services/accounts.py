@@ -1,0 +1,159 @@
+"""Accounts, session tokens, API keys, and turning a Bearer token into a Caller."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from slugline import _core
+from slugline.errors import Conflict, Forbidden, NotFound, Unauthorized
+from slugline.models import Account, ApiKey, SessionToken
+from slugline.schemas import Credentials, KeyRequest
+from slugline.services.runtime import Caller, Runtime, Scope, as_utc, isoformat, utcnow
+from slugline.services.validation import parse
+from slugline.settings import PLAN_RANK
+
+KEY_PREFIXES = {"full": "svc_live_", "public": "svc_pub_"}
+# A real hash to verify against when the username is unknown, so a login takes the same time either way.
+_DUMMY_HASH = _core.hash_password("slugline-timing-equaliser")
+_LAST_USED_EVERY = timedelta(minutes=1)
+
+
+def account_dict(account: Account, scope: Scope | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"username": account.username, "plan": account.plan}
+    if scope is not None:
+        out["scope"] = scope
+    out["created_at"] = isoformat(account.created_at)
+    return out
+
+
+def _new_session(rt: Runtime, session: Session, account: Account) -> dict[str, Any]:
+    token = _core.generate_key("session")
+    now = utcnow()
+    expires = now + timedelta(hours=rt.settings.session_hours)
+    session.add(SessionToken(account_id=account.id, token_hash=_core.hash_key(rt.secret, token),
+                             created_at=now, expires_at=expires))
+    return {"account": account_dict(account), "token": token, "expires_at": isoformat(expires)}
+
+
+def register(rt: Runtime, data: Any, plan: str | None = None) -> dict[str, Any]:
+    creds = parse(Credentials, data)
+    username = creds.username.lower()
+    password_hash = _core.hash_password(creds.password)
+    try:
+        with rt.db.session() as session:
+            account = Account(username=username, password_hash=password_hash,
+                              plan=plan or rt.settings.default_plan, created_at=utcnow(), links_version=0)
+            session.add(account)
+            session.flush()
+            return _new_session(rt, session, account)
+    except IntegrityError:
+        raise Conflict(f"username '{username}' is already taken") from None
+
+
+def login(rt: Runtime, data: Any) -> dict[str, Any]:
+    creds = parse(Credentials, data)
+    with rt.db.session() as session:
+        account = session.scalar(select(Account).where(Account.username == creds.username.lower()))
+        ok = _core.verify_password(creds.password, account.password_hash if account else _DUMMY_HASH)
+        if account is None or not ok:
+            raise Unauthorized("wrong username or password")
+        return _new_session(rt, session, account)
+
+
+def set_plan(rt: Runtime, username: str, plan: str) -> None:
+    if plan not in PLAN_RANK:
+        raise ValueError(f"plan must be one of {', '.join(PLAN_RANK)}")
+    with rt.db.session() as session:
+        done = session.execute(update(Account).where(Account.username == username.lower()).values(plan=plan))
+        if done.rowcount == 0:  # type: ignore[attr-defined]
+            raise NotFound(f"no account named '{username}'")
+
+
+def authenticate(rt: Runtime, authorization: str | None, base_url: str) -> Caller:
+    """401 for a missing, malformed, unknown, revoked or expired token; checks nothing else."""
+    scheme, _, token = (authorization or "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+    kind = _core.key_kind(token)
+    if kind is None:
+        raise Unauthorized("malformed API key")
+    digest = _core.hash_key(rt.secret, token)
+    with rt.db.session() as session:
+        if kind == "session":
+            row = session.execute(select(Account, SessionToken.expires_at).join(SessionToken)
+                                  .where(SessionToken.token_hash == digest)).first()
+            if row is None or _expired(row[1]):
+                raise Unauthorized("invalid or expired session token")
+            account = row[0]
+        else:
+            key = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
+            if key is None or not _core.verify_key(rt.secret, token, key.key_hash):
+                raise Unauthorized("invalid or revoked API key")
+            now = utcnow()
+            if key.last_used_at is None or now - as_utc(key.last_used_at) > _LAST_USED_EVERY:
+                key.last_used_at = now
+            account = session.get_one(Account, key.account_id)
+        return Caller(account.id, account.username, account.plan, kind, account.created_at, base_url)  # type: ignore[arg-type]
+
+
+def _expired(expires_at: datetime) -> bool:
+    return as_utc(expires_at) <= utcnow()
+
+
+def require_plan(caller: Caller) -> None:
+    """The plan gate for every call made with an API key (REST and MCP): developer or pro."""
+    if PLAN_RANK.get(caller.plan, 0) < PLAN_RANK["developer"]:
+        raise Forbidden(f"API access needs the developer plan or higher (this account is on '{caller.plan}')")
+
+
+def require_api_key(caller: Caller) -> None:
+    """Links, analytics, search and MCP take API keys only, of a plan that allows them."""
+    if caller.scope == "session":
+        raise Forbidden("session tokens only work for /me and /api-key; create an API key with POST /api-key")
+    require_plan(caller)
+
+
+def require_key_manager(caller: Caller) -> None:
+    if caller.scope == "public":
+        raise Forbidden("a public-only key cannot manage API keys")
+
+
+def key_dict(key: ApiKey) -> dict[str, Any]:
+    return {"scope": key.scope, "prefix": KEY_PREFIXES[key.scope], "last4": key.last4,
+            "created_at": isoformat(key.created_at), "last_used_at": isoformat(key.last_used_at)}
+
+
+def list_keys(rt: Runtime, caller: Caller) -> dict[str, Any]:
+    require_key_manager(caller)
+    with rt.db.session() as session:
+        keys = session.scalars(select(ApiKey).where(ApiKey.account_id == caller.account_id).order_by(ApiKey.scope))
+        return {"keys": [key_dict(k) for k in keys]}
+
+
+def create_key(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    require_key_manager(caller)
+    scope = parse(KeyRequest, data).scope
+    secret = _core.generate_key(scope)
+    with rt.db.session() as session:
+        session.execute(delete(ApiKey).where(ApiKey.account_id == caller.account_id, ApiKey.scope == scope))
+        key = ApiKey(account_id=caller.account_id, scope=scope, key_hash=_core.hash_key(rt.secret, secret),
+                     last4=secret[-4:], created_at=utcnow(), last_used_at=None)
+        session.add(key)
+        session.flush()
+        return {**key_dict(key), "key": secret}
+
+
+def delete_key(rt: Runtime, caller: Caller, scope: str | None) -> dict[str, Any]:
+    require_key_manager(caller)
+    checked = parse(KeyRequest, {"scope": scope} if scope is not None else {}).scope
+    with rt.db.session() as session:
+        done = session.execute(delete(ApiKey).where(ApiKey.account_id == caller.account_id, ApiKey.scope == checked))
+        if done.rowcount == 0:  # type: ignore[attr-defined]
+            raise NotFound(f"no {checked} key to delete")
+    return {"deleted": True, "scope": checked}

@@ -1,0 +1,18 @@
+"""What happens in this worker after a link change commits: caches learn of it at once."""
+
+from __future__ import annotations
+
+from slugline.models import Link
+from slugline.services.runtime import Runtime
+
+
+def link_saved(rt: Runtime, account_id: int, version: int, link: Link, old_slug: str | None) -> None:
+    rt.search.changed(account_id, version, link)
+    for hook in rt.link_hooks:
+        hook(link.slug, old_slug)
+
+
+def link_deleted(rt: Runtime, account_id: int, version: int, link_id: str, slug: str) -> None:
+    rt.search.changed(account_id, version, None, removed_id=link_id)
+    for hook in rt.link_hooks:
+        hook(slug, None)

@@ -1,0 +1,157 @@
+"""Link rules: create, list (with `q`), read, update, delete — scoped to the caller's account and key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from slugline import _core
+from slugline.errors import Conflict, Forbidden, Invalid, NotFound
+from slugline.models import Account, Link
+from slugline.schemas import HIDDEN_VISIBILITIES, LinkCreate, LinkUpdate, ListParams, non_null_fields
+from slugline.services import events
+from slugline.services.meta import autofill
+from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
+from slugline.services.search import PUBLIC_LEVELS
+from slugline.services.sqlhelpers import id_in
+from slugline.services.validation import parse
+
+NOT_FOUND = "link not found"
+
+
+def link_dict(link: Link, base_url: str) -> dict[str, Any]:
+    return {
+        "id": link.id, "slug": link.slug, "short_url": f"{base_url}/{link.slug}",
+        "destination_url": link.destination_url, "title": link.title, "description": link.description,
+        "note": link.note, "hashtags": list(link.hashtags or ()), "visibility": link.visibility,
+        "clicks": link.clicks, "created_at": isoformat(link.created_at), "updated_at": isoformat(link.updated_at),
+    }
+
+
+def visible(caller: Caller) -> list[ColumnElement[bool]]:
+    """The rows a caller may see: its own account's, and only public/unlisted ones for a public key."""
+    conds: list[ColumnElement[bool]] = [Link.account_id == caller.account_id]
+    if caller.public_only:
+        conds.append(Link.visibility.in_(PUBLIC_LEVELS))
+    return conds
+
+
+def _guard_visibility(caller: Caller, data: Any) -> None:
+    if caller.public_only and isinstance(data, dict) and data.get("visibility") in HIDDEN_VISIBILITIES:
+        raise Forbidden("a public-only key cannot make a link private or password-protected")
+
+
+def _bump(session: Session, account_id: int) -> int:
+    stmt = (update(Account).where(Account.id == account_id)
+            .values(links_version=Account.links_version + 1).returning(Account.links_version))
+    return int(session.execute(stmt).scalar_one())
+
+
+def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    _guard_visibility(caller, data)
+    body = parse(LinkCreate, data)
+    if body.visibility == "password" and not body.password:
+        raise Invalid("password is required when visibility is 'password'")
+    fields = body.model_dump(exclude={"auto_meta", "password"}, exclude_none=True)
+    if body.auto_meta:
+        autofill(rt, fields)
+    password_hash = _core.hash_password(body.password) if body.visibility == "password" and body.password else None
+    for attempt in range(3):
+        now = utcnow()
+        link = Link(id=_core.generate_link_id(), account_id=caller.account_id, clicks=0, created_at=now,
+                    updated_at=now, password_hash=password_hash, **{"hashtags": [], **fields})
+        if body.slug is None:
+            link.slug = _core.generate_slug()
+        try:
+            with rt.db.session() as session:
+                session.add(link)
+                session.flush()
+                version = _bump(session, caller.account_id)
+            events.link_saved(rt, caller.account_id, version, link, None)
+            return link_dict(link, caller.base_url)
+        except IntegrityError:
+            if body.slug is not None or attempt == 2:
+                raise Conflict(f"slug '{link.slug}' is already taken") from None
+    raise AssertionError("unreachable")
+
+
+def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    params = parse(ListParams, data)
+    with rt.db.session() as session:
+        conds = visible(caller)
+        if params.q and params.q.strip():
+            query = params.q
+            ids = rt.search.use(session, caller.account_id, lambda index: index.filter(query, caller.public_only))
+            conds.append(id_in(session, Link.id, ids))
+        total = session.scalar(select(func.count()).select_from(Link).where(*conds)) or 0
+        column = getattr(Link, params.sort)
+        order = [column.asc().nulls_last(), Link.id.asc()] if params.dir == "asc" else [
+            column.desc().nulls_last(), Link.id.desc()]
+        stmt = select(Link).where(*conds).order_by(*order).limit(params.per).offset((params.page - 1) * params.per)
+        data_out = [link_dict(link, caller.base_url) for link in session.scalars(stmt)]
+    pages = (total + params.per - 1) // params.per
+    return {"data": data_out, "pagination": {"page": params.page, "per": params.per, "total": total, "pages": pages}}
+
+
+def _find(session: Session, caller: Caller, link_id: str) -> Link:
+    link = session.scalar(select(Link).where(Link.id == link_id, *visible(caller)))
+    if link is None:
+        raise NotFound(NOT_FOUND)
+    return link
+
+
+def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
+    with rt.db.session() as session:
+        return link_dict(_find(session, caller, link_id), caller.base_url)
+
+
+def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:
+    try:
+        with rt.db.session() as session:
+            link = _find(session, caller, link_id)
+            old_slug = link.slug
+            _guard_visibility(caller, data)
+            body = parse(LinkUpdate, data)
+            sent = body.model_fields_set
+            if not sent:
+                raise Invalid("the update body is empty: send at least one field to change")
+            if bad := non_null_fields(data):
+                raise Invalid(f"{bad[0]} cannot be null")
+            _apply_password(link, body, sent)
+            for name in sent - {"password"}:
+                value = getattr(body, name)
+                setattr(link, name, [] if name == "hashtags" and value is None else value)
+            link.updated_at = utcnow()
+            session.flush()
+            version = _bump(session, caller.account_id)
+    except IntegrityError:
+        raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
+    events.link_saved(rt, caller.account_id, version, link, old_slug)
+    return link_dict(link, caller.base_url)
+
+
+def _apply_password(link: Link, body: LinkUpdate, sent: set[str]) -> None:
+    target = body.visibility if "visibility" in sent else link.visibility
+    if target == "password":
+        if body.password:
+            link.password_hash = _core.hash_password(body.password)
+        elif not link.password_hash:
+            raise Invalid("password is required when visibility is 'password'")
+    elif "password" in sent:
+        raise Invalid("password can only be set on a link whose visibility is 'password'")
+    else:
+        link.password_hash = None
+
+
+def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
+    with rt.db.session() as session:
+        link = _find(session, caller, link_id)
+        slug = link.slug
+        session.delete(link)
+        session.flush()
+        version = _bump(session, caller.account_id)
+    events.link_deleted(rt, caller.account_id, version, link_id, slug)
+    return {"deleted": True, "id": link_id}

@@ -1,0 +1,18 @@
+"""SQL pieces that differ between SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+from sqlalchemy import ColumnElement, String, any_, bindparam, column, func, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+
+def id_in(session: Session, col: InstrumentedAttribute[str], ids: Sequence[str]) -> ColumnElement[bool]:
+    """`col IN ids` as ONE bound parameter, however many ids the search engine matched."""
+    if session.get_bind().dialect.name == "postgresql":
+        return col == any_(bindparam("match_ids", list(ids), type_=ARRAY(String)))
+    rows = select(column("value", String)).select_from(func.json_each(bindparam("match_ids", orjson.dumps(list(ids)).decode())))
+    return col.in_(rows)

@@ -1,0 +1,20 @@
+"""Turning untrusted input into a validated model, or a 422 that names the field and the rule."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from slugline.errors import Invalid, describe_validation
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], data: Any) -> M:
+    if not isinstance(data, dict):
+        raise Invalid("the request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise Invalid(describe_validation(exc.errors(include_url=False))) from None

@@ -1,0 +1,100 @@
+"""Starts `slugline serve` as a real process (Granian) on a free port and waits for it to answer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+SECRET = "e2e-secret-" + "k" * 40
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    database_url: str
+    workers: int = 1
+    env_extra: dict[str, str] = field(default_factory=dict)
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLUGLINE_DATABASE_URL": self.database_url, "SLUGLINE_SECRET_KEY": SECRET,
+                "SLUGLINE_FETCH_ALLOW_PRIVATE": "true", **self.env_extra}
+
+    def cli(self, *args: str, stdin_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "slugline.cli", *args], env={**self.env, **(stdin_env or {})},
+                              capture_output=True, text=True, timeout=60, check=True)
+
+    def start(self, log_dir: Path, deadline: float = 60.0) -> Server:
+        if not self.database_url.startswith("sqlite"):
+            self.cli("migrate")
+        self.log_path = log_dir / f"server-{self.port}.log"
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "slugline.cli", "serve", "--port", str(self.port), "--workers", str(self.workers)],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log()}")
+            try:
+                if httpx.get(f"{self.url}/api/v1/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"server did not answer within {deadline}s: {self.log()}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            raise
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:] if self.log_path else ""
+
+
+@dataclass
+class Keys:
+    username: str
+    full: str
+    public: str
+    session: str
+
+
+def make_account(server: Server, username: str, plan: str = "developer") -> Keys:
+    """Register over HTTP, set the plan with the admin CLI, and generate both keys over HTTP."""
+    res = httpx.post(f"{server.url}/api/v1/auth/register", json={"username": username, "password": "e2e-password"})
+    res.raise_for_status()
+    token = res.json()["token"]
+    server.cli("accounts", "set-plan", username, plan)
+    auth = {"Authorization": f"Bearer {token}"}
+    full = httpx.post(f"{server.url}/api/v1/api-key", json={"scope": "full"}, headers=auth).json()["key"]
+    public = httpx.post(f"{server.url}/api/v1/api-key", json={"scope": "public"}, headers=auth).json()["key"]
+    return Keys(username, full, public, token)
