@@ -1,4 +1,4 @@
-"""The ASGI application: FastAPI for /api/v1 (and, later, /mcp), with every error as {"error": ...}."""
+"""The ASGI application: FastAPI for /api/v1 and the MCP endpoint at /mcp, with every error as {"error": ...}."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from starlette.exceptions import HTTPException
 
 from slugline import __version__
 from slugline.api.responses import JSON, error
-from slugline.api.v1 import auth, health, links, me
+from slugline.api.ratelimit import RateLimitMiddleware
+from slugline.api.v1 import auth, health, links, me, public, search
 from slugline.errors import ServiceError, describe_validation
+from slugline.mcp import McpEndpoint
 from slugline.services.runtime import Runtime
 from slugline.settings import Settings, get_settings
 
@@ -49,22 +51,28 @@ def install_error_handlers(app: FastAPI) -> None:
 def create_api(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
     settings = settings or get_settings()
 
+    mcp = McpEndpoint(settings)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or Runtime.create(settings)
         app.state.runtime = rt
         try:
-            yield
+            async with mcp.serve(rt):
+                yield
         finally:
             if runtime is None:
-                rt.close()
+                await rt.aclose()
 
     app = FastAPI(title="Slugline", version=__version__, lifespan=lifespan, docs_url=f"{API}/docs",
                   redoc_url=None, openapi_url=f"{API}/openapi.json",
                   description="Short links with analytics, QR codes and a remote MCP endpoint.")
-    for module in (health, auth, me, links):
+    for module in (health, auth, me, links, search, public):
         app.include_router(module.router, prefix=API)
+    for path in ("/mcp", "/mcp/"):  # both spellings answer directly: MCP clients do not follow redirects
+        app.add_route(path, mcp, include_in_schema=False)
     install_error_handlers(app)
+    app.add_middleware(RateLimitMiddleware)
     return app
 
 

@@ -31,6 +31,12 @@ def account_dict(account: Account, scope: Scope | None = None) -> dict[str, Any]
     return out
 
 
+def me(caller: Caller) -> dict[str, Any]:
+    """GET /me and the MCP tool get_me: the account behind the token, and the token's scope."""
+    return {"username": caller.username, "plan": caller.plan, "scope": caller.scope,
+            "created_at": isoformat(caller.created_at)}
+
+
 def _new_session(rt: Runtime, session: Session, account: Account) -> dict[str, Any]:
     token = _core.generate_key("session")
     now = utcnow()
@@ -100,6 +106,17 @@ def authenticate(rt: Runtime, authorization: str | None, base_url: str) -> Calle
                 key.last_used_at = now
             account = session.get_one(Account, key.account_id)
         return Caller(account.id, account.username, account.plan, kind, account.created_at, base_url)  # type: ignore[arg-type]
+
+
+def plan_for_token(rt: Runtime, token: str) -> str | None:
+    """The plan behind a key or session token, for rate limiting; None when the token is unknown."""
+    digest = _core.hash_key(rt.secret, token)
+    with rt.db.session() as session:
+        if _core.key_kind(token) == "session":
+            stmt = select(Account.plan).join(SessionToken).where(SessionToken.token_hash == digest)
+        else:
+            stmt = select(Account.plan).join(ApiKey).where(ApiKey.key_hash == digest)
+        return session.scalar(stmt)
 
 
 def _expired(expires_at: datetime) -> bool:

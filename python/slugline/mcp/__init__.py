@@ -1,0 +1,5 @@
+"""The remote MCP endpoint (`/mcp`): six tools over the service layer, Streamable HTTP, stateless."""
+
+from slugline.mcp.http import McpEndpoint
+
+__all__ = ["McpEndpoint"]

@@ -1,0 +1,116 @@
+"""The /mcp endpoint at the HTTP layer: Host/Origin checks, then the API key, then the stateless MCP transport.
+
+DNS-rebinding protection: a request's Host must be the host of `SLUGLINE_PUBLIC_URL` (any port) or a loopback name
+(127.0.0.1, localhost, [::1]); a browser Origin, when sent, must be the public URL's origin or a loopback origin.
+Anything else gets 421 (Host) or 403 (Origin). So a server reached by a real host name needs `SLUGLINE_PUBLIC_URL`
+set to it; without that setting only loopback names are accepted. The REST API is not affected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
+
+import anyio
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from slugline.api.deps import MAX_BODY, request_base
+from slugline.api.responses import error
+from slugline.errors import ServiceError
+from slugline.mcp.tools import CALLER_KEY, RUNTIME_KEY, build_server
+from slugline.services import accounts
+from slugline.services.runtime import Caller, Runtime
+from slugline.settings import Settings
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+REFUSALS = {
+    421: "Host '{host}' is not allowed for /mcp: set SLUGLINE_PUBLIC_URL to the URL clients use to reach this server",
+    403: "Origin '{origin}' is not allowed for /mcp",
+    400: "the MCP endpoint takes JSON-RPC sent with 'Content-Type: application/json'",
+}
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    """Allowed Host and Origin values: the public URL's host (any port) and the loopback names."""
+    hosts, origins = list(LOOPBACK), [f"{scheme}://{name}" for scheme in ("http", "https") for name in LOOPBACK]
+    if settings.public_url:
+        parts = urlsplit(settings.public_url)
+        if parts.hostname:
+            name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+            hosts.append(name)
+            origins.append(f"{parts.scheme}://{name}")
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
+                                     allowed_origins=[*origins, *(f"{o}:*" for o in origins)])
+
+
+class McpEndpoint:
+    """An ASGI app for /mcp. `serve(rt)` runs the MCP session manager inside the application's lifespan."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.security = transport_security(settings)
+        self.checks = TransportSecurityMiddleware(self.security)
+        self.server = build_server()
+        self.runtime: Runtime | None = None
+        self.manager: StreamableHTTPSessionManager | None = None
+
+    @asynccontextmanager
+    async def serve(self, rt: Runtime) -> AsyncIterator[None]:
+        # A fresh manager per lifespan: a session manager can run only once. Stateless with JSON responses, so any
+        # worker answers any request and nothing is kept between requests.
+        self.server.streamable_http_app(stateless_http=True, json_response=True, transport_security=self.security,
+                                        max_request_body_size=MAX_BODY)
+        manager = self.server.session_manager
+        async with manager.run():
+            self.runtime, self.manager = rt, manager
+            try:
+                yield
+            finally:
+                self.runtime = self.manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        refused = await self._gate(request)
+        if refused is not None:
+            return await refused(scope, receive, send)
+        assert self.manager is not None
+        await self.manager.handle_request(scope, receive, send)
+
+    async def _gate(self, request: Request) -> Response | None:
+        """Everything checked before the MCP transport sees the request; on success the caller is on the scope."""
+        if request.method != "POST":
+            # Stateless: no GET stream to open and no session to DELETE, so answer at once rather than hang.
+            return error(405, "method not allowed: the MCP endpoint is stateless, send JSON-RPC with POST",
+                         {"Allow": "POST"})
+        if self.runtime is None:
+            raise RuntimeError("the MCP endpoint is used outside the application's lifespan")
+        if refused := await self._refusal(request, is_post=False):
+            return refused
+        try:
+            caller = await anyio.to_thread.run_sync(self._authenticate, request, self.runtime)
+        except ServiceError as exc:
+            return error(exc.status, exc.message, exc.headers)
+        if refused := await self._refusal(request, is_post=True):
+            return refused
+        request.scope[CALLER_KEY], request.scope[RUNTIME_KEY] = caller, self.runtime
+        return None
+
+    async def _refusal(self, request: Request, is_post: bool) -> Response | None:
+        """The SDK's Host/Origin (and, once the caller is known, Content-Type) checks, answered as {"error": ...}."""
+        problem = await self.checks.validate_request(request, is_post=is_post)
+        if problem is None:
+            return None
+        host, origin = request.headers.get("host", ""), request.headers.get("origin", "")
+        return error(problem.status_code, REFUSALS[problem.status_code].format(host=host, origin=origin))
+
+    @staticmethod
+    def _authenticate(request: Request, rt: Runtime) -> Caller:
+        """401 for a missing or invalid key; 403 for a session token or a plan without API access."""
+        caller = accounts.authenticate(rt, request.headers.get("authorization"), request_base(request, rt))
+        accounts.require_api_key(caller)
+        return caller

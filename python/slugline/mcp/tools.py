@@ -1,0 +1,122 @@
+"""The six MCP tools: each hands the caller and its raw arguments to the same service function as REST."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from slugline import __version__
+from slugline.errors import Invalid, ServiceError
+from slugline.mcp import inputs, outputs
+from slugline.services import accounts, links
+from slugline.services.runtime import Caller, Runtime
+
+CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
+RUNTIME_KEY = "slugline.runtime"
+Operation = Callable[[Runtime, Caller, dict[str, Any]], dict[str, Any]]
+
+INSTRUCTIONS = (
+    "Slugline manages this account's short links. Use list_links to find links (q searches, #tag filters by "
+    "hashtag), create_link to shorten a URL, update_link / delete_link with a link's id, get_analytics for clicks. "
+    "A public-only key (get_me scope 'public') never sees private or password links: they answer 'link not found'."
+)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+CREATE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+
+def _principal(ctx: Context) -> tuple[Runtime, Caller]:
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None) or {}
+    if CALLER_KEY not in scope:  # only reachable if the server is used without slugline.mcp.http in front
+        raise RuntimeError("MCP tool called without an authenticated caller")
+    return scope[RUNTIME_KEY], scope[CALLER_KEY]
+
+
+async def _run(ctx: Context, operation: Operation) -> Any:
+    """Run a service call in a worker thread; a ServiceError becomes a tool error carrying the REST message."""
+    rt, caller = _principal(ctx)
+    params = ctx.request_context.params or {}
+    arguments = dict(params.get("arguments") or {})
+    try:
+        return await anyio.to_thread.run_sync(operation, rt, caller, arguments)
+    except ServiceError as exc:
+        return CallToolResult(content=[TextContent(type="text", text=exc.message)], is_error=True)
+
+
+def _link_id(arguments: dict[str, Any]) -> str:
+    link_id = arguments.pop("id", None)
+    if not isinstance(link_id, str) or not link_id:
+        raise Invalid("id is required: the link's id (lnk_...), as returned by list_links or create_link")
+    return link_id
+
+
+def _analytics(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
+    from slugline.services import analytics  # imported on use: the analytics service lands separately
+
+    return analytics.get_analytics(rt, caller, arguments)
+
+
+async def get_me(ctx: Context) -> outputs.Me:
+    return await _run(ctx, lambda rt, caller, _: accounts.me(caller))  # type: ignore[no-any-return]
+
+
+async def list_links(ctx: Context) -> outputs.LinkPage:
+    return await _run(ctx, links.list_links)  # type: ignore[no-any-return]
+
+
+async def create_link(ctx: Context) -> outputs.Link:
+    return await _run(ctx, links.create_link)  # type: ignore[no-any-return]
+
+
+async def update_link(ctx: Context) -> outputs.Link:
+    return await _run(ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args))  # type: ignore[no-any-return]
+
+
+async def delete_link(ctx: Context) -> outputs.Deleted:
+    return await _run(ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args)))  # type: ignore[no-any-return]
+
+
+async def get_analytics(ctx: Context) -> outputs.Analytics:
+    return await _run(ctx, _analytics)  # type: ignore[no-any-return]
+
+
+TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]] = [
+    (get_me, "Who am I", READ, inputs.NO_ARGUMENTS,
+     "The account behind this API key: username, plan, key scope ('full' sees every link, 'public' only public "
+     "and unlisted ones) and created_at. The same JSON as GET /api/v1/me."),
+    (list_links, "List links", READ, inputs.LIST_LINKS,
+     "List the account's links, newest first unless sort/dir say otherwise, one page at a time (pagination tells "
+     "total and pages). Use q to search. A public-only key never sees private or password links."),
+    (create_link, "Create a short link", CREATE, inputs.CREATE_LINK,
+     "Shorten destination_url. Optional slug (else a random one), title, description, note, hashtags, visibility "
+     "(default public; 'password' needs password) and auto_meta. Returns the new link with its short_url. A taken "
+     "slug is an error; a public-only key cannot create private or password links."),
+    (update_link, "Update a link", CHANGE, inputs.UPDATE_LINK,
+     "Change a link by id." + inputs.UPDATE_NOTE + " A new slug changes the short URL and the old one stops "
+     "working. Returns the updated link; 'link not found' means this key cannot see a link with that id."),
+    (delete_link, "Delete a link", CHANGE, inputs.DELETE_LINK,
+     "Delete a link by id, permanently, with its click history; its short URL stops working at once. Cannot be "
+     "undone. Returns {deleted: true, id}."),
+    (get_analytics, "Click analytics", READ, inputs.GET_ANALYTICS,
+     "Clicks on the account's links over the last `days` days, bots excluded: total clicks, unique visitors, clicks "
+     "per day (zero-filled), devices, sources and the 10 most clicked links. `source` filters every figure. A "
+     "public-only key's figures leave out private and password links entirely."),
+]
+
+
+def _tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotations, schema: dict[str, Any], doc: str) -> Tool:
+    tool = Tool.from_function(fn, title=title, description=doc, annotations=annotations, structured_output=True)
+    # The functions take no parameters of their own (they pass the raw arguments on), so publish the real schema.
+    return tool.model_copy(update={"parameters": schema})
+
+
+def build_server() -> MCPServer:
+    # log_level: the SDK calls logging.basicConfig with it; WARNING is Python's own default, so nothing changes.
+    return MCPServer("slugline", title="Slugline", version=__version__, instructions=INSTRUCTIONS,
+                     log_level="WARNING", tools=[_tool(*spec) for spec in TOOLS])
