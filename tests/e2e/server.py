@@ -48,10 +48,10 @@ class Server:
         if not self.database_url.startswith("sqlite"):
             self.cli("migrate")
         self.log_path = log_dir / f"server-{self.port}.log"
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "slugline.cli", "serve", "--port", str(self.port), "--workers", str(self.workers)],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with self.log_path.open("ab") as log:  # the child keeps its own descriptor; ours must not leak
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "slugline.cli", "serve", "--port", str(self.port), "--workers",
+                 str(self.workers)], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         end = time.monotonic() + deadline
         while time.monotonic() < end:
             if self.proc.poll() is not None:
