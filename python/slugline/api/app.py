@@ -12,11 +12,13 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from slugline import __version__
-from slugline.api.responses import JSON, error
 from slugline.api.ratelimit import RateLimitMiddleware
-from slugline.api.v1 import auth, health, links, me, public, search
+from slugline.api.responses import JSON, error
+from slugline.api.v1 import analytics, auth, clicks, health, links, me, public, qr, search
+from slugline.clicks import recording
 from slugline.errors import ServiceError, describe_validation
 from slugline.mcp import McpEndpoint
+from slugline.redirect import RedirectLayer
 from slugline.services.runtime import Runtime
 from slugline.settings import Settings, get_settings
 
@@ -58,7 +60,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
         rt = runtime or Runtime.create(settings)
         app.state.runtime = rt
         try:
-            async with mcp.serve(rt):
+            async with mcp.serve(rt), recording(rt) as app.state.clicks:  # flushed before the runtime closes
                 yield
         finally:
             if runtime is None:
@@ -67,7 +69,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     app = FastAPI(title="Slugline", version=__version__, lifespan=lifespan, docs_url=f"{API}/docs",
                   redoc_url=None, openapi_url=f"{API}/openapi.json",
                   description="Short links with analytics, QR codes and a remote MCP endpoint.")
-    for module in (health, auth, me, links, search, public):
+    for module in (health, auth, me, links, clicks, qr, analytics, search, public):
         app.include_router(module.router, prefix=API)
     for path in ("/mcp", "/mcp/"):  # both spellings answer directly: MCP clients do not follow redirects
         app.add_route(path, mcp, include_in_schema=False)
@@ -77,4 +79,5 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Any:
-    return create_api(settings, runtime)
+    """The API behind the redirect layer, which answers `/{slug}` before FastAPI routing is involved."""
+    return RedirectLayer(create_api(settings, runtime))

@@ -1,0 +1,97 @@
+"""The click buffer: redirects append a raw tuple and return; a flusher writes batches off the request path.
+
+A batch goes out every `click_flush_seconds` (≤ 1 s) or as soon as `click_flush_max` (≤ 1000) clicks wait.
+The Rust `ClickBatch` classifies it (device, browser, os, source, visitor hash) and rolls it up; one
+transaction then adds the click rows, bumps each link's counter (bots excluded) and upserts `click_daily`.
+A failed write keeps the clicks for the next round; shutdown (the lifespan ending, e.g. on SIGTERM) flushes
+whatever is left. The client IP is the ASGI `client` address: behind a proxy, run Granian with its
+forwarded-headers support so that is the visitor's address. The IP only feeds the visitor hash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+from slugline import _core
+from slugline.clickstore import SaltBook, write_batch
+from slugline.services.runtime import Runtime
+
+log = logging.getLogger("slugline.clicks")
+
+# link id, unix time, user agent, referrer, utm_source, via QR, client IP
+RawClick = tuple[str, float, bytes, bytes, str | None, bool, str]
+MAX_PENDING = 1_000_000  # while the database is unreachable; beyond this the oldest clicks are dropped
+
+
+class ClickRecorder:
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+        self._every = rt.settings.click_flush_seconds
+        self._max = rt.settings.click_flush_max
+        self._pending: list[RawClick] = []
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._salts = SaltBook()
+        self._closing = False
+
+    def record(self, click: RawClick) -> None:
+        """Called on the event loop by the redirect; never blocks, never touches the database."""
+        self._pending.append(click)
+        if len(self._pending) == self._max:
+            self._wake.set()
+
+    def stop(self) -> None:
+        self._closing = True
+        self._wake.set()
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    async def run(self) -> None:
+        while not self._closing:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._every)
+            self._wake.clear()
+            await self.flush()
+
+    async def flush(self) -> int:
+        """Write everything pending, in batches of at most `click_flush_max`; the number written."""
+        written = 0
+        async with self._lock:
+            while self._pending:
+                batch, self._pending = self._pending[: self._max], self._pending[self._max :]
+                try:
+                    written += await asyncio.to_thread(self._write, batch)
+                except Exception:
+                    log.exception("writing %d clicks failed; keeping them for the next flush", len(batch))
+                    self._pending[:0] = batch
+                    del self._pending[:-MAX_PENDING]
+                    break
+        return written
+
+    def _write(self, raw: list[RawClick]) -> int:
+        salts = self._salts.get(self._rt.db, {int(click[1] // 86400) for click in raw})
+        batch = _core.ClickBatch()
+        for link_id, ts, agent, referrer, utm, via_qr, ip in raw:
+            salt = salts[int(ts // 86400)]
+            batch.add(link_id, ts, agent.decode("latin-1"), referrer.decode("latin-1") or None, utm, via_qr, salt, ip)
+        return write_batch(self._rt.db, batch)
+
+
+@asynccontextmanager
+async def recording(rt: Runtime) -> AsyncIterator[ClickRecorder]:
+    """Run the flusher for the lifetime of a worker; on the way out, flush every click still buffered."""
+    recorder = ClickRecorder(rt)
+    task = asyncio.get_running_loop().create_task(recorder.run())
+    try:
+        yield recorder
+    finally:
+        recorder.stop()  # not cancelled: a write under way finishes, then the loop ends
+        await task
+        while len(recorder) and await recorder.flush():
+            pass
+        if len(recorder):
+            log.error("shutting down with %d clicks that could not be written", len(recorder))

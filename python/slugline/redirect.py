@@ -1,0 +1,173 @@
+"""The redirect hot path: a raw ASGI layer in front of the app that answers `/{slug}` itself.
+
+`GET`/`HEAD /{slug}` (and `POST /{slug}` for a password) never reach FastAPI routing or the ORM: the slug
+resolves from `LinkCache`, the click is appended to the in-memory buffer, and a 302 goes out. Everything
+else — `/api/...`, `/mcp`, reserved words, paths with a second segment, lifespan — passes through untouched.
+A `HEAD` is answered like a `GET` but records no click: nobody is taken to the destination.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from slugline import _core
+from slugline.clicks import ClickRecorder
+from slugline.linkcache import Entry, LinkCache, Missing, ascii_url
+from slugline.services.runtime import Runtime
+from slugline.unlock import Unlocker, form_page, read_form
+
+SLUG_PATH = re.compile(r"/([A-Za-z0-9_-]{1,64})")
+ANSWERED = frozenset({"GET", "HEAD", "POST"})
+NO_STORE = [(b"cache-control", b"private, no-store"), (b"x-robots-tag", b"noindex")]
+REDIRECT_HEADERS = [*NO_STORE, (b"content-length", b"0")]
+PAGE_HEADERS = [*NO_STORE, (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; "
+                            b"form-action 'self'; frame-ancestors 'none'")]
+HTML = b"text/html; charset=utf-8"
+NOT_FOUND_HTML = (b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Link not found</title></head>'
+                  b"<body><main><h1>Link not found</h1><p>This short link does not exist or is no longer available."
+                  b"</p></main></body></html>\n")
+NOT_FOUND_JSON = b'{"error":"link not found"}'
+
+Scope = dict[str, Any]
+Header = tuple[bytes, bytes]
+
+
+class RedirectLayer:
+    """Wraps the ASGI app whose lifespan puts `runtime` and `clicks` on `app.state`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._redirects: Redirects | None = None
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] in ANSWERED:
+            found = SLUG_PATH.fullmatch(scope["path"])
+            if found is not None and found[1].lower() not in _core.RESERVED_SLUGS:
+                redirects = self._redirects or self._start()
+                await redirects.serve(found[1], scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _start(self) -> Redirects:
+        state = self.app.state
+        self._redirects = Redirects(state.runtime, state.clicks)
+        return self._redirects
+
+
+class Redirects:
+    def __init__(self, rt: Runtime, clicks: ClickRecorder) -> None:
+        self.cache = LinkCache(rt.db)
+        rt.link_hooks.append(self.cache.invalidate)
+        self.clicks = clicks
+        self.unlocker = Unlocker(rt)
+
+    async def serve(self, slug: str, scope: Scope, receive: Any, send: Any) -> None:
+        entry = self.cache.peek(slug)
+        if isinstance(entry, Missing):
+            entry = await self.cache.load(slug)
+        if entry is None or entry.visibility == "private":
+            await not_found(scope, send)
+        elif entry.visibility == "password":
+            await self.protected(slug, entry, scope, receive, send)
+        elif scope["method"] == "POST":
+            await respond(scope, send, 405, b'{"error":"method not allowed"}', b"application/json",
+                          [(b"allow", b"GET, HEAD")])
+        else:
+            await self.redirect(entry, scope, send)
+
+    async def redirect(self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = ()) -> None:
+        query = scope["query_string"]
+        if query:
+            location, utm, via_qr = merge_query(entry.destination, query)
+        else:
+            location, utm, via_qr = entry.location, None, False
+        if scope["method"] != "HEAD":
+            agent = referrer = b""
+            for name, value in scope["headers"]:
+                if name == b"user-agent":
+                    agent = value
+                elif name == b"referer":
+                    referrer = value
+            client = scope.get("client")
+            # Recorded before the response goes out, so a 302 a client received is never missing from the counts.
+            self.clicks.record((entry.link_id, time.time(), agent, referrer, utm, via_qr, client[0] if client else ""))
+        await send({"type": "http.response.start", "status": 302,
+                    "headers": [(b"location", location), *REDIRECT_HEADERS, *extra]})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def protected(self, slug: str, entry: Entry, scope: Scope, receive: Any, send: Any) -> None:
+        query = scope["query_string"]
+        if scope["method"] != "POST":
+            if self.unlocker.is_unlocked(entry, header(scope, b"cookie")):
+                await self.redirect(entry, scope, send)
+            else:
+                await respond(scope, send, 200, form_page(slug, query), HTML, PAGE_HEADERS)
+            return
+        client = scope.get("client")
+        decision = await self.unlocker.attempt(entry, client[0] if client else "")
+        if not decision.allowed:
+            page = form_page(slug, query, f"Too many attempts. Try again in {decision.retry_after} seconds.")
+            await respond(scope, send, 429, page, HTML, [*PAGE_HEADERS, (b"retry-after", b"%d" % decision.retry_after)])
+            return
+        form = await read_form(receive)
+        if not await self.unlocker.check(entry, (form or {}).get("password", [""])[0]):
+            await respond(scope, send, 401, form_page(slug, query, "Wrong password. Try again."), HTML, PAGE_HEADERS)
+            return
+        cookie = self.unlocker.cookie(entry, slug, secure=scope.get("scheme") == "https")
+        await self.redirect(entry, scope, send, ((b"set-cookie", cookie),))
+
+
+def header(scope: Scope, name: bytes) -> bytes:
+    return b", ".join(value for key, value in scope["headers"] if key == name)
+
+
+def merge_query(destination: str, query: bytes) -> tuple[bytes, str | None, bool]:
+    """The destination with the short URL's query merged in (the short URL's values win); `src=qr` is dropped
+    and reported as a QR scan. Also returns `utm_source`, for the click's source."""
+    pairs = parse_qsl(query.decode("utf-8", "replace"), keep_blank_values=True)
+    via_qr = ("src", "qr") in pairs
+    pairs = [pair for pair in pairs if pair != ("src", "qr")]
+    utm = next((value for key, value in pairs if key == "utm_source"), None)
+    if pairs:
+        parts = urlsplit(destination)
+        keys = {key for key, _ in pairs}
+        own = parts.query
+        if own and any(key in keys for key, _ in parse_qsl(own, keep_blank_values=True)):
+            own = urlencode([pair for pair in parse_qsl(own, keep_blank_values=True) if pair[0] not in keys])
+        destination = urlunsplit(parts._replace(query="&".join(filter(None, [own, urlencode(pairs)]))))
+    return ascii_url(destination).encode("ascii"), utm, via_qr
+
+
+def prefers_json(accept: bytes) -> bool:
+    """True when the Accept header ranks a JSON type above HTML (ties go to whichever is listed first)."""
+    best: tuple[float, int, bool] = (0.0, 0, False)
+    for position, item in enumerate(accept.decode("latin-1").lower().split(",")):
+        media, *params = (part.strip() for part in item.split(";"))
+        is_json = media == "application/json" or media.endswith("+json")
+        if not is_json and media not in ("text/html", "application/xhtml+xml"):
+            continue
+        q = next((float(p[2:]) for p in params if p.startswith("q=") and _is_number(p[2:])), 1.0)
+        if (q, -position) > best[:2]:
+            best = (q, -position, is_json)
+    return best[2]
+
+
+def _is_number(text: str) -> bool:
+    return text.replace(".", "", 1).isdigit()
+
+
+async def not_found(scope: Scope, send: Any) -> None:
+    if prefers_json(header(scope, b"accept")):
+        await respond(scope, send, 404, NOT_FOUND_JSON, b"application/json", NO_STORE)
+    else:
+        await respond(scope, send, 404, NOT_FOUND_HTML, HTML, PAGE_HEADERS)
+
+
+async def respond(scope: Scope, send: Any, status: int, body: bytes, content_type: bytes,
+                  extra: list[tuple[bytes, bytes]]) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body)), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})

@@ -1,0 +1,119 @@
+"""Analytics, the click log of a link, and its QR code — scoped like links: a public key never sees hidden ones.
+
+Figures come from the `click_daily` roll-up and leave bots out; unique visitors are distinct visitor hashes
+in the click log. The hash's salt rotates daily, so a person counts once per day they visited.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import ColumnElement, Select, func, select
+
+from slugline.errors import Invalid
+from slugline.models import Click, ClickDaily, Link
+from slugline.qr import MAX_MARGIN, MAX_SIZE, MIN_SIZE, render_qr
+from slugline.services.links import _find, visible
+from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
+from slugline.services.validation import parse
+
+TOP_LINKS = 10
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AnalyticsParams(_Strict):
+    days: Annotated[int, Field(ge=1, le=365)] = 30
+    source: Annotated[str, Field(max_length=255)] | None = None
+
+
+class PageParams(_Strict):
+    page: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    per: Annotated[int, Field(ge=1, le=100)] = 20
+
+
+class QrParams(_Strict):
+    format: Literal["png", "svg"] = "png"
+    size: Annotated[int, Field(ge=MIN_SIZE, le=MAX_SIZE)] = 256
+    margin: Annotated[int, Field(ge=0, le=MAX_MARGIN)] = 4
+
+
+def _given(data: Any) -> Any:
+    """MCP passes every argument, unset ones as None: treat those as not given."""
+    return {key: value for key, value in data.items() if value is not None} if isinstance(data, dict) else data
+
+
+def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any]) -> dict[str, Any]:
+    params = parse(AnalyticsParams, _given(data))
+    source = (params.source or "").strip().lower() or None
+    last = utcnow().date()
+    first = last - timedelta(days=params.days - 1)
+    conds: list[ColumnElement[bool]] = [*visible(caller), ClickDaily.day >= first, ClickDaily.device != "bot"]
+    if source is not None:
+        conds.append(ClickDaily.source == source)
+
+    def rollup(*columns: Any) -> Select[Any]:
+        total = func.sum(ClickDaily.clicks).label("n")
+        return select(*columns, total).join(Link, Link.id == ClickDaily.link_id).where(*conds).group_by(*columns)
+
+    with rt.db.session() as session:
+        per_day = {day: int(n) for day, n in session.execute(rollup(ClickDaily.day))}
+        devices = session.execute(rollup(ClickDaily.device).order_by(func.sum(ClickDaily.clicks).desc(),
+                                                                     ClickDaily.device)).all()
+        sources = session.execute(rollup(ClickDaily.source).order_by(func.sum(ClickDaily.clicks).desc(),
+                                                                     ClickDaily.source)).all()
+        top = session.execute(rollup(Link.id, Link.slug, Link.title).order_by(func.sum(ClickDaily.clicks).desc(),
+                                                                              Link.id).limit(TOP_LINKS)).all()
+        unique = _unique_visitors(session, caller, first, source)
+    series = [{"date": (first + timedelta(days=i)).isoformat(), "clicks": per_day.get(first + timedelta(days=i), 0)}
+              for i in range(params.days)]
+    return {
+        "days": params.days, "from": first.isoformat(), "to": last.isoformat(), "source": source,
+        "total_clicks": sum(per_day.values()), "unique_visitors": unique, "clicks": series,
+        "devices": [{"device": device, "clicks": int(n)} for device, n in devices],
+        "sources": [{"source": name, "clicks": int(n)} for name, n in sources],
+        "top_links": [{"id": link_id, "slug": slug, "title": title, "clicks": int(n)}
+                      for link_id, slug, title, n in top],
+    }
+
+
+def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | None) -> int:
+    since = datetime.combine(first, time.min, tzinfo=UTC)
+    stmt = (select(func.count(func.distinct(Click.visitor))).join(Link, Link.id == Click.link_id)
+            .where(*visible(caller), Click.clicked_at >= since, Click.device != "bot"))
+    if source is not None:
+        stmt = stmt.where(Click.source == source)
+    return int(session.scalar(stmt) or 0)
+
+
+def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """One link's clicks, newest first, paginated like `GET /links` (bots included, flagged as device `bot`)."""
+    with rt.db.session() as session:
+        link = _find(session, caller, link_id)
+        params = parse(PageParams, _given(data))
+        total = session.scalar(select(func.count()).select_from(Click).where(Click.link_id == link.id)) or 0
+        stmt = (select(Click.clicked_at, Click.device, Click.browser, Click.os, Click.source, Click.referrer)
+                .where(Click.link_id == link.id).order_by(Click.clicked_at.desc(), Click.id.desc())
+                .limit(params.per).offset((params.page - 1) * params.per))
+        rows = session.execute(stmt).all()
+    return {
+        "data": [{"clicked_at": isoformat(at), "device": device, "browser": browser, "os": os, "source": source,
+                  "referrer": referrer} for at, device, browser, os, source, referrer in rows],
+        "pagination": {"page": params.page, "per": params.per, "total": total,
+                       "pages": (total + params.per - 1) // params.per},
+    }
+
+
+def qr_code(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> tuple[bytes, str]:
+    """The QR image of the link's short URL with `?src=qr`, so scans count as source `qr`: (bytes, media type)."""
+    with rt.db.session() as session:
+        slug = _find(session, caller, link_id).slug
+    params = parse(QrParams, _given(data))
+    try:
+        return render_qr(f"{caller.base_url}/{slug}?src=qr", params.format, params.size, params.margin)
+    except ValueError as exc:  # e.g. a size too small for the code's modules
+        raise Invalid(str(exc)) from None
