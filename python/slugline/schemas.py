@@ -110,3 +110,12 @@ NOT_NULLABLE = ("destination_url", "slug", "visibility", "password")
 def non_null_fields(data: dict[str, Any]) -> list[str]:
     """Fields of an update body that were sent as null but cannot be cleared."""
     return [name for name in NOT_NULLABLE if name in data and data[name] is None]
+
+
+class SearchParams(_Strict):
+    q: Annotated[str, Field(min_length=1, max_length=512)]
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+
+
+class AnalyzeParams(_Strict):
+    url: Annotated[str, Field(min_length=1, max_length=MAX_URL)]

@@ -40,6 +40,7 @@ def me(caller: Caller) -> dict[str, Any]:
 def _new_session(rt: Runtime, session: Session, account: Account) -> dict[str, Any]:
     token = _core.generate_key("session")
     now = utcnow()
+    session.execute(delete(SessionToken).where(SessionToken.account_id == account.id, SessionToken.expires_at <= now))
     expires = now + timedelta(hours=rt.settings.session_hours)
     session.add(SessionToken(account_id=account.id, token_hash=_core.hash_key(rt.secret, token),
                              created_at=now, expires_at=expires))

@@ -6,10 +6,12 @@ import asyncio
 import logging
 from typing import Any
 
+from slugline import __version__
 from slugline.fetcher import UnsafeURLError, fetch_metadata
 from slugline.services.runtime import Runtime
 
 log = logging.getLogger(__name__)
+USER_AGENT = f"Slugline/{__version__} (+link preview)"
 
 
 def autofill(rt: Runtime, fields: dict[str, Any]) -> None:
@@ -17,7 +19,8 @@ def autofill(rt: Runtime, fields: dict[str, Any]) -> None:
     if fields.get("title") and fields.get("description"):
         return
     try:
-        meta = asyncio.run(fetch_metadata(fields["destination_url"], allow_networks=rt.fetch_networks()))
+        meta = asyncio.run(fetch_metadata(fields["destination_url"], allow_networks=rt.fetch_networks(),
+                                          user_agent=USER_AGENT))
     except UnsafeURLError as exc:
         log.info("auto_meta skipped: %s", exc)
         return

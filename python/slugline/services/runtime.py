@@ -9,6 +9,7 @@ from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Literal
 
 from slugline.db import Database
+from slugline.ratelimit import RateLimiter, make_rate_limiter
 from slugline.services.search import SearchCache
 from slugline.settings import Settings
 
@@ -51,13 +52,15 @@ class Runtime:
     settings: Settings
     db: Database
     secret: bytes
+    limiter: RateLimiter
     search: SearchCache = field(default_factory=SearchCache)
     # Called with (slug, previous slug or None) after a link is saved or deleted in this worker.
     link_hooks: list[Callable[[str, str | None], None]] = field(default_factory=list)
 
     @classmethod
     def create(cls, settings: Settings) -> Runtime:
-        return cls(settings=settings, db=Database(settings), secret=settings.secret())
+        return cls(settings=settings, db=Database(settings), secret=settings.secret(),
+                   limiter=make_rate_limiter(settings.redis_url))
 
     def fetch_networks(self) -> list[IPv4Network | IPv6Network]:
         """Private networks the fetcher may reach: none, unless the test-only setting allows loopback."""
@@ -67,6 +70,12 @@ class Runtime:
 
     def short_base(self, request_base: str) -> str:
         return (self.settings.public_url or request_base).rstrip("/")
+
+    async def aclose(self) -> None:
+        closer = getattr(self.limiter, "aclose", None)
+        if closer is not None:
+            await closer()
+        self.db.dispose()
 
     def close(self) -> None:
         self.db.dispose()

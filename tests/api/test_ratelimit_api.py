@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline import migrate
+from slugline.api.app import create_app
+from slugline.services import accounts
+from slugline.services.runtime import Runtime
+from tests.conftest import make_settings
+
+
+@pytest.fixture
+def tight(database_url: str) -> Iterator[tuple[TestClient, Runtime]]:
+    settings = make_settings(database_url, rate_limit_developer=5, rate_limit_pro=8, rate_limit_anonymous=3,
+                             rate_limit_login=2)
+    rt = Runtime.create(settings)
+    migrate.upgrade(rt.db.engine)
+    with TestClient(create_app(settings, rt)) as tc:
+        yield tc, rt
+    rt.close()
+
+
+def _key(tc: TestClient, rt: Runtime, name: str, plan: str) -> dict[str, str]:
+    token = accounts.register(rt, {"username": name, "password": "long enough"}, plan=plan)["token"]
+    key = tc.post("/api/v1/api-key", json={"scope": "full"}, headers={"Authorization": f"Bearer {token}"})
+    return {"Authorization": f"Bearer {key.json()['key']}"}
+
+
+def test_burst_gets_429_with_headers_and_other_keys_are_unaffected(tight: tuple[TestClient, Runtime]) -> None:
+    tc, rt = tight
+    dev, pro = _key(tc, rt, "dev", "developer"), _key(tc, rt, "pro", "pro")
+    answers = [tc.get("/api/v1/links", headers=dev) for _ in range(6)]
+    assert [a.status_code for a in answers] == [200] * 5 + [429]
+    assert answers[0].headers["ratelimit-limit"] == "5" and answers[0].headers["ratelimit-remaining"] == "4"
+    assert int(answers[-1].headers["retry-after"]) >= 1 and answers[-1].headers["ratelimit-remaining"] == "0"
+    assert "rate limit" in answers[-1].json()["error"]
+    assert tc.get("/api/v1/links", headers=pro).headers["ratelimit-limit"] == "8"
+    assert tc.get("/api/v1/links", headers=pro).status_code == 200
+
+
+def test_errors_carry_the_headers_too(tight: tuple[TestClient, Runtime]) -> None:
+    tc, _ = tight
+    res = tc.get("/api/v1/me", headers={"Authorization": "Bearer nonsense"})
+    assert res.status_code == 401 and res.headers["ratelimit-limit"] == "3"
+
+
+def test_anonymous_callers_are_limited_per_ip(tight: tuple[TestClient, Runtime]) -> None:
+    tc, _ = tight
+    codes = [tc.get("/api/v1/public/nothing").status_code for _ in range(4)]
+    assert codes == [404, 404, 404, 429]
+    assert tc.get("/api/v1/health").status_code == 200  # never limited
+
+
+def test_login_attempts_are_limited_per_ip_and_username(tight: tuple[TestClient, Runtime]) -> None:
+    tc, rt = tight
+    accounts.register(rt, {"username": "victim", "password": "long enough"})
+    codes = [tc.post("/api/v1/auth/login", json={"username": "victim", "password": f"guess-{i}xx"}).status_code
+             for i in range(3)]
+    assert codes[:2] == [401, 401] and codes[2] == 429

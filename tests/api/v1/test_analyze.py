@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline import migrate
+from slugline.api.app import create_app
+from slugline.services.runtime import Runtime
+from tests.api.v1.test_links import create
+from tests.conftest import Account, make_settings
+
+PAGE = b"""<html><head><title>Plain title</title><meta property="og:title" content="OG Title">
+<meta name="description" content="A page about things"><link rel="icon" href="/fav.png"></head></html>"""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_analyze_reads_the_page(client: TestClient, site: str) -> None:
+    res = client.get("/api/v1/analyze", params={"url": site + "/page"})
+    assert res.status_code == 200, res.text
+    body = res.json()
+    assert body["title"] == "OG Title" and body["description"] == "A page about things"
+    assert body["favicon"] == site + "/fav.png" and body["status"] == 200 and body["reachable"] is True
+    assert body["final_url"] == site + "/page" and body["redirects"] == []
+
+
+def test_auto_meta_fills_title_and_description(client: TestClient, alice: Account, site: str) -> None:
+    res = create(client, alice, destination_url=site + "/", auto_meta=True)
+    assert res.status_code == 201
+    assert res.json()["title"] == "OG Title" and res.json()["description"] == "A page about things"
+    explicit = create(client, alice, destination_url=site + "/", auto_meta=True, title="Mine").json()
+    assert explicit["title"] == "Mine" and explicit["description"] == "A page about things"
+
+
+def test_auto_meta_never_fails_a_create(client: TestClient, alice: Account) -> None:
+    res = create(client, alice, destination_url="http://127.0.0.1:9/closed", auto_meta=True)
+    assert res.status_code == 201 and res.json()["title"] is None
+
+
+def test_unreachable_site_is_200_with_fetch_error(client: TestClient) -> None:
+    res = client.get("/api/v1/analyze", params={"url": "http://127.0.0.1:9/"})
+    assert res.status_code == 200
+    assert res.json()["reachable"] is False and res.json()["fetch_error"]
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://example.com/", "http://127.0.0.1/", "http://[::1]/",
+                                 "http://169.254.169.254/latest/meta-data/", "http://2130706433/"])
+def test_private_or_invalid_urls_are_422(database_url: str, url: str) -> None:
+    settings = make_settings(database_url, fetch_allow_private=False)
+    rt = Runtime.create(settings)
+    migrate.upgrade(rt.db.engine)
+    with TestClient(create_app(settings, rt)) as strict:
+        res = strict.get("/api/v1/analyze", params={"url": url})
+    rt.close()
+    assert res.status_code == 422 and res.json()["error"].startswith("url")
+
+
+def test_anonymous_analyze_is_limited_hard(database_url: str, site: str) -> None:
+    settings = make_settings(database_url, rate_limit_analyze_anonymous=2)
+    rt = Runtime.create(settings)
+    migrate.upgrade(rt.db.engine)
+    with TestClient(create_app(settings, rt)) as tc:
+        codes = [tc.get("/api/v1/analyze", params={"url": site}).status_code for _ in range(3)]
+    rt.close()
+    assert codes == [200, 200, 429]
