@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams
+from slugline.services.analytics import AnalyticsParams
 
 FIELD_HELP = {
     "q": "Search: every whitespace-separated term must match (case- and accent-insensitive) somewhere in slug, "
@@ -68,8 +69,4 @@ UPDATE_LINK = _object({"id": _link_id(), **_properties(LinkUpdate)}, ["id"])
 for _prop in UPDATE_LINK["properties"].values():
     _prop.pop("default", None)  # an update has no defaults: a field left out stays as it is
 DELETE_LINK = _object({"id": _link_id()}, ["id"])
-# The analytics query's bounds, as the analytics service enforces them (days 1-365, default 30).
-GET_ANALYTICS = _object({
-    "days": {"type": "integer", "minimum": 1, "maximum": 365, "default": 30, "description": FIELD_HELP["days"]},
-    "source": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "description": FIELD_HELP["source"]},
-})
+GET_ANALYTICS = _object(_properties(AnalyticsParams))

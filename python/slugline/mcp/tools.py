@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from slugline import __version__
 from slugline.errors import Invalid, ServiceError
 from slugline.mcp import inputs, outputs
-from slugline.services import accounts, links
+from slugline.services import accounts, analytics, links
 from slugline.services.runtime import Caller, Runtime
 
 CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
@@ -56,12 +56,6 @@ def _link_id(arguments: dict[str, Any]) -> str:
     return link_id
 
 
-def _analytics(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
-    from slugline.services import analytics  # imported on use: the analytics service lands separately
-
-    return analytics.get_analytics(rt, caller, arguments)
-
-
 async def get_me(ctx: Context) -> outputs.Me:
     return await _run(ctx, lambda rt, caller, _: accounts.me(caller))  # type: ignore[no-any-return]
 
@@ -83,7 +77,7 @@ async def delete_link(ctx: Context) -> outputs.Deleted:
 
 
 async def get_analytics(ctx: Context) -> outputs.Analytics:
-    return await _run(ctx, _analytics)  # type: ignore[no-any-return]
+    return await _run(ctx, analytics.get_analytics)  # type: ignore[no-any-return]
 
 
 TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]] = [
