@@ -4,6 +4,7 @@
 pub mod base62;
 pub mod keys;
 pub mod password;
+pub mod search;
 pub mod slug;
 
 #[cfg(feature = "python")]

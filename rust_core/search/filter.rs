@@ -1,0 +1,135 @@
+//! The `q` filter of `GET /links`: every term must be a substring of some field (`#tag`: equal to a hashtag).
+
+use super::index::{Doc, SearchIndex};
+use super::matching::{filter_terms, FilterTerm};
+use super::normalize::words;
+use memchr::memmem::Finder;
+
+impl SearchIndex {
+    /// Ids of the links matching every term of `query` (see `matching::filter_terms`), in no particular order.
+    pub fn filter(&self, query: &str, public_only: bool) -> Vec<&str> {
+        let mut terms = filter_terms(query);
+        // Selective terms first, so later terms only check a few candidates.
+        terms.sort_by_key(|t| match t {
+            FilterTerm::Tag(_) => (0, 0),
+            FilterTerm::Substring(s) => (1, usize::MAX - s.len()),
+        });
+        let mut candidates: Option<Vec<u32>> = None;
+        for term in &terms {
+            candidates = Some(match candidates {
+                Some(current) if current.len() * 16 < self.len() => self.check_each(term, current),
+                current => self.intersect(self.scan(term, public_only), current),
+            });
+        }
+        let ids = |slot: u32| self.slots[slot as usize].as_ref().map(|d| d.id.as_str());
+        match candidates {
+            Some(slots) => slots.into_iter().filter_map(ids).collect(),
+            None => self
+                .slots
+                .iter()
+                .flatten()
+                .filter(|d| d.public || !public_only)
+                .map(|d| d.id.as_str())
+                .collect(),
+        }
+    }
+
+    fn scan(&self, term: &FilterTerm, public_only: bool) -> Vec<u32> {
+        let mut out = Vec::new();
+        match term {
+            FilterTerm::Tag(tag) => out.extend(
+                self.tags
+                    .exact(tag)
+                    .iter()
+                    .filter(|p| self.live(p.slot, p.generation, public_only))
+                    .map(|p| p.slot),
+            ),
+            FilterTerm::Substring(text) => match longest_word(text) {
+                // No word character at all ("-", "/"): only the full text can tell.
+                None => self.corpus.scan(&Finder::new(text), |slot, generation| {
+                    if self.live(slot, generation, public_only) {
+                        out.push(slot);
+                    }
+                }),
+                // A match of `text` contains a match of its longest word, inside one indexed word: the
+                // vocabulary yields the candidates and only text with separators needs a second look.
+                Some(word) => {
+                    let mut seen = vec![false; self.slots.len()];
+                    self.words.for_each_containing(&Finder::new(word), |_, postings| {
+                        for p in postings {
+                            if !seen[p.slot as usize] && self.live(p.slot, p.generation, public_only) {
+                                seen[p.slot as usize] = true;
+                                out.push(p.slot);
+                            }
+                        }
+                    });
+                    if word.len() != text.len() {
+                        out = self.check_each(term, out);
+                    }
+                }
+            },
+        }
+        out
+    }
+
+    fn intersect(&self, found: Vec<u32>, current: Option<Vec<u32>>) -> Vec<u32> {
+        let Some(current) = current else {
+            return found;
+        };
+        let mut mark = vec![false; self.slots.len()];
+        current.iter().for_each(|&slot| mark[slot as usize] = true);
+        found.into_iter().filter(|&slot| mark[slot as usize]).collect()
+    }
+
+    fn check_each(&self, term: &FilterTerm, current: Vec<u32>) -> Vec<u32> {
+        let finder = match term {
+            FilterTerm::Substring(text) => Some(Finder::new(text)),
+            FilterTerm::Tag(_) => None,
+        };
+        let matches = |doc: &Doc| match (term, &finder) {
+            (FilterTerm::Tag(tag), _) => doc.tags.binary_search(tag).is_ok(),
+            (_, Some(finder)) => finder.find(self.corpus.entry_text(doc.entry).as_bytes()).is_some(),
+            (_, None) => false,
+        };
+        current
+            .into_iter()
+            .filter(|&slot| self.slots[slot as usize].as_ref().is_some_and(matches))
+            .collect()
+    }
+}
+
+fn longest_word(text: &str) -> Option<&str> {
+    words(text).max_by_key(|w| w.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::index::tests::{sample, sorted};
+
+    #[test]
+    fn and_semantics_over_fields() {
+        let index = sample();
+        assert_eq!(sorted(index.filter("rust", false)), ["lnk_a", "lnk_c"]);
+        assert_eq!(sorted(index.filter("RUST book", false)), ["lnk_a"]);
+        assert_eq!(sorted(index.filter("rust dessert", false)), Vec::<String>::new());
+        assert_eq!(sorted(index.filter("creme brulee", false)), ["lnk_b"]);
+        assert_eq!(sorted(index.filter("lang.org", false)), ["lnk_a"]);
+        assert_eq!(sorted(index.filter("  ", false)), ["lnk_a", "lnk_b", "lnk_c"]);
+    }
+
+    #[test]
+    fn hashtag_terms_match_whole_tags_only() {
+        let index = sample();
+        assert_eq!(sorted(index.filter("#rust", false)), ["lnk_a", "lnk_c"]);
+        assert_eq!(sorted(index.filter("#book", false)), Vec::<String>::new());
+        assert_eq!(sorted(index.filter("#books", false)), ["lnk_a"]);
+        assert_eq!(sorted(index.filter("book", false)), ["lnk_a"]);
+    }
+
+    #[test]
+    fn public_only_leaves_out_private_links() {
+        let index = sample();
+        assert_eq!(sorted(index.filter("rust", true)), ["lnk_a"]);
+        assert_eq!(sorted(index.filter("", true)), ["lnk_a", "lnk_b"]);
+    }
+}

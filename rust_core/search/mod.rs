@@ -1,0 +1,16 @@
+//! Search over one account's links: the `q` filter of `GET /links` and the ranked `GET /search`.
+
+mod corpus;
+mod filter;
+mod highlight;
+mod index;
+mod matching;
+mod normalize;
+mod rank;
+mod vocab;
+
+pub use highlight::escape_into;
+pub use index::{Link, SearchIndex};
+pub use matching::FIELD_NAMES;
+pub use normalize::normalize;
+pub use rank::Hit;

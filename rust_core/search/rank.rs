@@ -1,0 +1,145 @@
+//! Ranked search: every term must match; a link's score is the sum over terms of its best
+//! (field weight x match quality). Work is proportional to the matching postings, not to the corpus.
+
+use super::highlight::highlights;
+use super::index::SearchIndex;
+use super::matching::{search_terms, Quality, Term, TermKind, FIELD_WEIGHTS, URL};
+use super::vocab::Posting;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub id: String,
+    pub score: f64,
+    /// (field name, HTML snippet) for each field that matched.
+    pub highlights: Vec<(&'static str, String)>,
+}
+
+/// Per-query scratch: dense arrays indexed by slot, so accumulating costs no hashing.
+struct Scores {
+    total: Vec<f64>,
+    /// How many terms each link has matched so far; a link stays a candidate only while it matches all.
+    matched: Vec<u16>,
+    best: Vec<f64>,
+    touched: Vec<u32>,
+}
+
+impl Scores {
+    fn offer(&mut self, slot: u32, term_index: usize, score: f64) {
+        let i = slot as usize;
+        if usize::from(self.matched[i]) != term_index {
+            return;
+        }
+        if self.best[i] == 0.0 {
+            self.touched.push(slot);
+        }
+        if score > self.best[i] {
+            self.best[i] = score;
+        }
+    }
+
+    /// Folds the current term into the totals; returns the links that have matched every term so far.
+    fn finish_term(&mut self) -> Vec<u32> {
+        let touched = std::mem::take(&mut self.touched);
+        for &slot in &touched {
+            let i = slot as usize;
+            self.total[i] += self.best[i];
+            self.matched[i] += 1;
+            self.best[i] = 0.0;
+        }
+        touched
+    }
+}
+
+/// The `limit` best of (score, slot) by score (descending) then id. Comparing ids is the expensive part
+/// (a string per link), so the cut is found on scores alone and ids only order links tied at the cut.
+fn best_first<'a>(mut ranked: Vec<(f64, u32)>, limit: usize, id: impl Fn(u32) -> &'a str) -> Vec<(f64, u32)> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
+        let cut = ranked[limit - 1].0;
+        let (mut kept, mut tied): (Vec<_>, Vec<_>) = ranked.into_iter().filter(|r| r.0 >= cut).partition(|r| r.0 > cut);
+        let wanted = limit - kept.len();
+        if tied.len() > wanted {
+            tied.select_nth_unstable_by(wanted - 1, |a, b| id(a.1).cmp(id(b.1)));
+            tied.truncate(wanted);
+        }
+        kept.extend(tied);
+        ranked = kept;
+    }
+    ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| id(a.1).cmp(id(b.1))));
+    ranked
+}
+
+impl SearchIndex {
+    /// `(number of matching links, the best `limit` hits)`, best first, ties by id. A blank query matches nothing.
+    pub fn search(&self, query: &str, limit: usize, public_only: bool) -> (usize, Vec<Hit>) {
+        let terms = search_terms(query);
+        if terms.is_empty() || terms.len() > usize::from(u16::MAX) {
+            return (0, Vec::new());
+        }
+        let n = self.slots.len();
+        let mut scores = Scores {
+            total: vec![0.0; n],
+            matched: vec![0; n],
+            best: vec![0.0; n],
+            touched: Vec::new(),
+        };
+        let mut matching = Vec::new();
+        for (i, term) in terms.iter().enumerate() {
+            self.score_term(term, i, public_only, &mut scores);
+            matching = scores.finish_term();
+            if matching.is_empty() {
+                return (0, Vec::new());
+            }
+        }
+        let total = matching.len();
+        let ranked: Vec<(f64, u32)> = matching
+            .into_iter()
+            .map(|slot| (scores.total[slot as usize], slot))
+            .collect();
+        let id = |slot: u32| self.slots[slot as usize].as_ref().map_or("", |d| d.id.as_str());
+        let hits = best_first(ranked, limit, id)
+            .into_iter()
+            .filter_map(|(score, slot)| {
+                let doc = self.slots[slot as usize].as_ref()?;
+                Some(Hit {
+                    id: doc.id.clone(),
+                    score,
+                    highlights: highlights(&doc.link, &terms),
+                })
+            })
+            .collect();
+        (total, hits)
+    }
+
+    fn score_term(&self, term: &Term, term_index: usize, public_only: bool, scores: &mut Scores) {
+        let offer_postings = |quality: Quality, postings: &[Posting]| {
+            // Inside a word (not at its start) only counts for the URL: "ust" should not find "Rust" titles.
+            let allowed = if quality == Quality::Substring {
+                1 << URL
+            } else {
+                u8::MAX
+            };
+            for p in postings {
+                let fields = p.fields & allowed;
+                if fields == 0
+                    || usize::from(scores.matched[p.slot as usize]) != term_index
+                    || !self.live(p.slot, p.generation, public_only)
+                {
+                    continue;
+                }
+                let weight = (0..FIELD_WEIGHTS.len())
+                    .filter(|f| fields & (1 << f) != 0)
+                    .map(|f| FIELD_WEIGHTS[f])
+                    .fold(0.0, f64::max);
+                scores.offer(p.slot, term_index, weight * quality.value());
+            }
+        };
+        match term.kind {
+            TermKind::Tag => self.tags.for_each_match(term, offer_postings),
+            TermKind::Word => self.words.for_each_match(term, offer_postings),
+        }
+    }
+}
