@@ -1,0 +1,103 @@
+"""A second, independent MCP client: the MCP Inspector's CLI (npm) against a real `slugline serve --workers 2`.
+
+The Inspector is installed once into `node_modules/.inspector` (git-ignored). Without npm, or when the registry cannot
+be reached, the tests skip with the reason, except in CI (CI=true), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import IN_CI
+from tests.e2e.conftest import ServerFactory
+from tests.e2e.mcp_client import TOOL_NAMES
+from tests.e2e.server import Keys, Server, make_account
+
+pytestmark = pytest.mark.e2e
+PACKAGE, VERSION = "@modelcontextprotocol/inspector", "2.12.0"
+CACHE = Path(__file__).resolve().parents[2] / "node_modules" / ".inspector"
+
+
+def unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"CI must run the MCP Inspector: {reason}")
+    pytest.skip(reason)
+
+
+def installed_version() -> str | None:
+    manifest = CACHE / "node_modules" / PACKAGE / "package.json"
+    return json.loads(manifest.read_text())["version"] if manifest.exists() else None
+
+
+@pytest.fixture(scope="session")
+def inspector() -> Path:
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        unavailable("node and npm are not installed")
+    if installed_version() != VERSION:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        try:
+            subprocess.run(["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund",
+                            f"{PACKAGE}@{VERSION}"], capture_output=True, text=True, timeout=300, check=True)
+        except subprocess.CalledProcessError as exc:
+            unavailable(f"npm could not install {PACKAGE}@{VERSION}: {exc.stderr.strip()[-800:]}")
+        except subprocess.TimeoutExpired:
+            unavailable(f"npm install {PACKAGE}@{VERSION} took longer than 300 s")
+    return CACHE / "node_modules" / ".bin" / "mcp-inspector"
+
+
+def run(inspector: Path, server: Server, key: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(inspector), "--cli", f"{server.url}/mcp", "--transport", "http",
+               "--header", f"Authorization: Bearer {key}", *args]
+    env = {**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")}  # never touch ~/.mcp-inspector
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def served(start_server: ServerFactory) -> tuple[Server, Keys]:
+    server = start_server(workers=2)
+    return server, make_account(server, "inspected")
+
+
+def test_inspector_lists_the_tools(inspector: Path, served: tuple[Server, Keys], tmp_path: Path) -> None:
+    server, keys = served
+    # --strict: the Inspector's schema portability check fails the run on any error-severity problem.
+    listing = ok(run(inspector, server, keys.full, tmp_path, "--method", "tools/list", "--strict"))
+    tools = {tool["name"]: tool for tool in listing["tools"]}
+    assert set(tools) == TOOL_NAMES
+    assert tools["delete_link"]["annotations"]["destructiveHint"] is True
+    assert tools["list_links"]["inputSchema"]["properties"]["per"]["maximum"] == 100
+
+
+def test_inspector_calls_tools(inspector: Path, served: tuple[Server, Keys], tmp_path: Path) -> None:
+    server, keys = served
+
+    def call(key: str, name: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+        tool_args = ["--tool-arg", *arguments] if arguments else []
+        return run(inspector, server, key, tmp_path, "--method", "tools/call", "--tool-name", name, *tool_args)
+
+    made = ok(call(keys.full, "create_link", "destination_url=https://example.org/i", "slug=inspected",
+                   "visibility=private"))
+    link = made["structuredContent"]
+    assert (link["slug"], link["short_url"], made["isError"]) == ("inspected", f"{server.url}/inspected", False)
+    assert ok(call(keys.full, "get_me"))["structuredContent"]["username"] == "inspected"
+    hidden = call(keys.public, "delete_link", f"id={link['id']}")
+    assert hidden.returncode != 0 and "link not found" in hidden.stdout
+    assert ok(call(keys.full, "list_links"))["structuredContent"]["pagination"]["total"] == 1
+
+
+def test_inspector_is_refused_with_a_bad_key(inspector: Path, served: tuple[Server, Keys], tmp_path: Path) -> None:
+    server, _ = served
+    result = run(inspector, server, "svc_live_not-a-key", tmp_path, "--method", "tools/list")
+    assert result.returncode != 0 and '"tools"' not in result.stdout
