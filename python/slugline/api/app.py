@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.routing import Route
 
 from slugline import __version__
 from slugline.api.ratelimit import RateLimitMiddleware
@@ -71,8 +72,8 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
                   description="Short links with analytics, QR codes and a remote MCP endpoint.")
     for module in (health, auth, me, links, clicks, qr, analytics, search, public):
         app.include_router(module.router, prefix=API)
-    for path in ("/mcp", "/mcp/"):  # both spellings answer directly: MCP clients do not follow redirects
-        app.add_route(path, mcp, include_in_schema=False)
+    # Both spellings answer directly (MCP clients do not follow redirects); a Route of an ASGI app takes every method.
+    app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in ("/mcp", "/mcp/"))
     install_error_handlers(app)
     app.add_middleware(RateLimitMiddleware)
     return app
