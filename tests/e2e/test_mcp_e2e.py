@@ -39,7 +39,9 @@ def check_tool_listing(tools: dict[str, Tool]) -> None:
     assert set(create["properties"]) == {"destination_url", "slug", "title", "description", "note", "hashtags",
                                          "visibility", "password", "auto_meta"}
     assert tools["update_link"].input_schema["required"] == ["id"]
-    assert "auto_meta" not in tools["update_link"].input_schema["properties"]
+    update = tools["update_link"].input_schema["properties"]
+    assert "auto_meta" not in update and "default" not in update["title"]
+    assert update["visibility"]["enum"] == create["properties"]["visibility"]["enum"]  # not null: it cannot be cleared
     assert tools["delete_link"].input_schema["required"] == ["id"]
     days = tools["get_analytics"].input_schema["properties"]["days"]
     assert (days["minimum"], days["maximum"]) == (1, 365)

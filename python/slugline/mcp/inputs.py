@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from slugline.schemas import LinkCreate, LinkUpdate, ListParams
+from slugline.schemas import NOT_NULLABLE, LinkCreate, LinkUpdate, ListParams
 from slugline.services.analytics import AnalyticsParams
 
 FIELD_HELP = {
@@ -65,8 +65,17 @@ def _link_id() -> dict[str, Any]:
 NO_ARGUMENTS = _object({})
 LIST_LINKS = _object(_properties(ListParams))
 CREATE_LINK = _object(_properties(LinkCreate), ["destination_url"])
-UPDATE_LINK = _object({"id": _link_id(), **_properties(LinkUpdate)}, ["id"])
-for _prop in UPDATE_LINK["properties"].values():
-    _prop.pop("default", None)  # an update has no defaults: a field left out stays as it is
+def _update_properties() -> dict[str, Any]:
+    """LinkUpdate's fields without defaults (a field left out stays as it is); null only where it clears."""
+    props = _properties(LinkUpdate)
+    for name, prop in props.items():
+        prop.pop("default", None)
+        if name in NOT_NULLABLE and "anyOf" in prop:
+            [kept] = [branch for branch in prop.pop("anyOf") if branch.get("type") != "null"]
+            prop.update(kept)
+    return props
+
+
+UPDATE_LINK = _object({"id": _link_id(), **_update_properties()}, ["id"])
 DELETE_LINK = _object({"id": _link_id()}, ["id"])
 GET_ANALYTICS = _object(_properties(AnalyticsParams))

@@ -1,4 +1,4 @@
-"""The /mcp HTTP layer in process: DNS-rebinding checks from SLUGLINE_PUBLIC_URL, and the order of the refusals."""
+"""The /mcp HTTP layer in process (slugline.mcp.http): DNS-rebinding checks from SLUGLINE_PUBLIC_URL, refusal order."""
 
 from __future__ import annotations
 
