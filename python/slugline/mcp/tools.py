@@ -57,27 +57,27 @@ def _link_id(arguments: dict[str, Any]) -> str:
 
 
 async def get_me(ctx: Context) -> outputs.Me:
-    return await _run(ctx, lambda rt, caller, _: accounts.me(caller))  # type: ignore[no-any-return]
+    return await _run(ctx, lambda rt, caller, _: accounts.me(caller))
 
 
 async def list_links(ctx: Context) -> outputs.LinkPage:
-    return await _run(ctx, links.list_links)  # type: ignore[no-any-return]
+    return await _run(ctx, links.list_links)
 
 
 async def create_link(ctx: Context) -> outputs.Link:
-    return await _run(ctx, links.create_link)  # type: ignore[no-any-return]
+    return await _run(ctx, links.create_link)
 
 
 async def update_link(ctx: Context) -> outputs.Link:
-    return await _run(ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args))  # type: ignore[no-any-return]
+    return await _run(ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args))
 
 
 async def delete_link(ctx: Context) -> outputs.Deleted:
-    return await _run(ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args)))  # type: ignore[no-any-return]
+    return await _run(ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args)))
 
 
 async def get_analytics(ctx: Context) -> outputs.Analytics:
-    return await _run(ctx, analytics.get_analytics)  # type: ignore[no-any-return]
+    return await _run(ctx, analytics.get_analytics)
 
 
 TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]] = [
