@@ -1,9 +1,12 @@
 //! Slugline's core: pure functions and small structs behind the Python package `slugline._core`.
 //! Only `py.rs` knows about Python; everything else builds and tests without it.
 
+pub mod agent;
 pub mod base62;
 pub mod keys;
 pub mod password;
+pub mod referrer;
+pub mod rollup;
 pub mod search;
 pub mod slug;
 

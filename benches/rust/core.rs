@@ -1,8 +1,9 @@
 //! Criterion benchmarks of the hot paths (run with `cargo bench`).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use slugline_core::keys;
+use slugline_core::rollup::ClickBatch;
 use slugline_core::search::{Link, SearchIndex};
+use slugline_core::{agent, keys};
 use std::hint::black_box;
 
 const WORDS: &[&str] = &[
@@ -148,5 +149,23 @@ fn bench_search(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_keys, bench_search);
+fn bench_clicks(c: &mut Criterion) {
+    let agents = [
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    ];
+    for (name, ua) in ["iphone", "chrome", "googlebot"].into_iter().zip(agents) {
+        c.bench_function(&format!("classify_user_agent/{name}"), |b| {
+            b.iter(|| agent::classify_user_agent(black_box(ua)))
+        });
+    }
+    let batch = ClickBatch::synthetic(1_000_000, 10_000, 30, 7).expect("batch");
+    let mut group = c.benchmark_group("clicks");
+    group.sample_size(10);
+    group.bench_function("rollup_1m", |b| b.iter(|| batch.rollup().len()));
+    group.finish();
+}
+
+criterion_group!(benches, bench_keys, bench_search, bench_clicks);
 criterion_main!(benches);

@@ -6,6 +6,29 @@ wrong argument types raise ``TypeError``.
 
 from typing import final
 
+__all__ = [
+    "__version__",
+    "CoreError",
+    "RESERVED_SLUGS",
+    "SearchIndex",
+    "ClickBatch",
+    "generate_slug",
+    "slug_error",
+    "generate_link_id",
+    "generate_key",
+    "key_kind",
+    "hash_key",
+    "verify_key",
+    "keyed_hash",
+    "hash_password",
+    "verify_password",
+    "normalize",
+    "classify_user_agent",
+    "referrer_host",
+    "classify_source",
+    "_panic",
+]
+
 __version__: str
 
 RESERVED_SLUGS: frozenset[str]
@@ -90,7 +113,7 @@ class SearchIndex:
         """Forget a link; ``False`` if it was not indexed."""
 
     def __len__(self) -> int: ...
-    def __contains__(self, id: str) -> bool: ...
+    def __contains__(self, id: str, /) -> bool: ...
     def filter(self, query: str, public_only: bool = False) -> list[str]:
         """Ids of the links matching ``query`` (the ``q`` of ``GET /links``), in no particular order.
 

@@ -104,6 +104,7 @@ impl SearchIndex {
             .into_iter()
             .filter_map(|(score, slot)| {
                 let doc = self.slots[slot as usize].as_ref()?;
+                let score = (score * 1e6).round() / 1e6; // hides float noise such as 1.0499999999999998
                 Some(Hit {
                     id: doc.id.clone(),
                     score,

@@ -1,7 +1,7 @@
 //! The Python boundary (`slugline._core`): argument conversion, errors turned into `CoreError`,
 //! panics caught before they reach Python, and the GIL released around heavy work.
 
-use crate::{keys, password, slug};
+use crate::{agent, keys, password, referrer, search, slug};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -9,6 +9,10 @@ use pyo3::types::PyFrozenSet;
 use std::any::Any;
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+mod classes;
+use classes::{PyClickBatch, PySearchIndex};
 
 create_exception!(
     slugline._core,
@@ -41,13 +45,33 @@ fn guard<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     catch(body).map_err(CoreError::new_err)?
 }
 
-/// Releases the GIL for `body`, catching panics.
+/// Runs `body` with the GIL released, catching panics. `body` must not touch Python objects.
+fn released<T: Send>(py: Python<'_>, body: impl FnOnce() -> T + Send) -> PyResult<T> {
+    py.detach(|| catch(body)).map_err(CoreError::new_err)
+}
+
+/// `released` for bodies that can fail with a core error.
 fn detached<T: Send, E: Display + Send>(py: Python<'_>, body: impl FnOnce() -> Result<T, E> + Send) -> PyResult<T> {
-    match py.detach(|| catch(body)) {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(core_error(e)),
-        Err(panic) => Err(CoreError::new_err(panic)),
-    }
+    released(py, body)?.map_err(core_error)
+}
+
+// Locks are only ever awaited by code that needs no Python object while holding them, so a thread that
+// waits for a lock with the GIL held cannot deadlock with one that holds the lock and wants the GIL.
+// A panic is caught and reported, so a poisoned lock still holds consistent-enough data to keep serving.
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn non_negative(value: i64, name: &str) -> PyResult<usize> {
+    usize::try_from(value).map_err(|_| CoreError::new_err(format!("{name} must be >= 0, got {value}")))
 }
 
 // ---- slugs and ids -------------------------------------------------------------------------------
@@ -56,7 +80,7 @@ fn detached<T: Send, E: Display + Send>(py: Python<'_>, body: impl FnOnce() -> R
 #[pyo3(signature = (length = 7))]
 fn generate_slug(length: i64) -> PyResult<String> {
     guard(|| {
-        let length = usize::try_from(length).map_err(|_| core_error(slug::SlugError::Length { len: 0 }))?;
+        let length = usize::try_from(length).unwrap_or(0);
         slug::generate_slug(length).map_err(core_error)
     })
 }
@@ -112,6 +136,33 @@ fn verify_password(py: Python<'_>, password: &str, encoded: &str) -> PyResult<bo
     detached(py, || password::verify_password(password, encoded))
 }
 
+// ---- search --------------------------------------------------------------------------------------
+
+#[pyfunction]
+fn normalize(text: &str) -> PyResult<String> {
+    guard(|| Ok(search::normalize(text)))
+}
+
+// ---- clicks --------------------------------------------------------------------------------------
+
+#[pyfunction]
+fn classify_user_agent(user_agent: &str) -> PyResult<(&'static str, &'static str, &'static str)> {
+    guard(|| {
+        let agent = agent::classify_user_agent(user_agent);
+        Ok((agent.device.name(), agent.browser, agent.os))
+    })
+}
+
+#[pyfunction]
+fn referrer_host(referrer: Option<&str>) -> PyResult<Option<String>> {
+    guard(|| Ok(referrer::referrer_host(referrer)))
+}
+
+#[pyfunction]
+fn classify_source(utm_source: Option<&str>, via_qr: bool, referrer: Option<&str>) -> PyResult<String> {
+    guard(|| Ok(referrer::classify_source(utm_source, via_qr, referrer)))
+}
+
 // ---- test hook -----------------------------------------------------------------------------------
 
 /// Panics on purpose, so tests can prove a Rust panic surfaces as `CoreError`.
@@ -126,6 +177,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("CoreError", py.get_type::<CoreError>())?;
     m.add("RESERVED_SLUGS", PyFrozenSet::new(py, slug::RESERVED_SLUGS)?)?;
+    m.add_class::<PySearchIndex>()?;
+    m.add_class::<PyClickBatch>()?;
     m.add_function(wrap_pyfunction!(generate_slug, m)?)?;
     m.add_function(wrap_pyfunction!(slug_error, m)?)?;
     m.add_function(wrap_pyfunction!(generate_link_id, m)?)?;
@@ -136,6 +189,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(keyed_hash, m)?)?;
     m.add_function(wrap_pyfunction!(hash_password, m)?)?;
     m.add_function(wrap_pyfunction!(verify_password, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_user_agent, m)?)?;
+    m.add_function(wrap_pyfunction!(referrer_host, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_source, m)?)?;
     m.add_function(wrap_pyfunction!(_panic, m)?)?;
     Ok(())
 }

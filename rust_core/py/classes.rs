@@ -1,0 +1,178 @@
+//! The two classes of `slugline._core`: `SearchIndex` and `ClickBatch` (part of the Python boundary).
+//! Each wraps its core struct in a lock, so Python threads may share one instance.
+
+use super::{core_error, detached, guard, lock, non_negative, read, released, write};
+use crate::rollup::{ClickBatch, ClickInput};
+use crate::search::{Link, SearchIndex};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::sync::{Mutex, RwLock};
+
+#[pyclass(name = "SearchIndex", module = "slugline._core", frozen)]
+pub struct PySearchIndex {
+    inner: RwLock<SearchIndex>,
+}
+
+#[pymethods]
+impl PySearchIndex {
+    #[new]
+    fn new() -> Self {
+        PySearchIndex {
+            inner: RwLock::new(SearchIndex::new()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // mirrors the Python signature, one argument per field
+    #[pyo3(signature = (id, slug, destination_url, title, description, note, hashtags, public))]
+    fn upsert(
+        &self,
+        id: &str,
+        slug: String,
+        destination_url: String,
+        title: Option<String>,
+        description: Option<String>,
+        note: Option<String>,
+        hashtags: Vec<String>,
+        public: bool,
+    ) -> PyResult<()> {
+        let link = Link {
+            slug,
+            destination_url,
+            title,
+            description,
+            note,
+            hashtags,
+        };
+        guard(|| {
+            write(&self.inner).upsert(id, link, public);
+            Ok(())
+        })
+    }
+
+    fn remove(&self, id: &str) -> PyResult<bool> {
+        guard(|| Ok(write(&self.inner).remove(id)))
+    }
+
+    fn __len__(&self) -> usize {
+        read(&self.inner).len()
+    }
+
+    fn __contains__(&self, id: &str) -> bool {
+        read(&self.inner).contains(id)
+    }
+
+    #[pyo3(signature = (query, public_only = false))]
+    fn filter(&self, py: Python<'_>, query: &str, public_only: bool) -> PyResult<Vec<String>> {
+        released(py, || {
+            read(&self.inner)
+                .filter(query, public_only)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        })
+    }
+
+    #[pyo3(signature = (query, limit = 20, public_only = false))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        limit: i64,
+        public_only: bool,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let limit = non_negative(limit, "limit")?;
+        let (total, hits) = released(py, || read(&self.inner).search(query, limit, public_only))?;
+        let list = PyList::empty(py);
+        for hit in hits {
+            let highlights = PyDict::new(py);
+            for (field, snippet) in hit.highlights {
+                highlights.set_item(field, snippet)?;
+            }
+            list.append((hit.id, hit.score, highlights))?;
+        }
+        Ok((total, list))
+    }
+}
+
+#[pyclass(name = "ClickBatch", module = "slugline._core", frozen)]
+pub struct PyClickBatch {
+    inner: Mutex<ClickBatch>,
+}
+
+type OwnedRollupRow = (String, i64, &'static str, String, u64);
+
+#[pymethods]
+impl PyClickBatch {
+    #[new]
+    fn new() -> Self {
+        PyClickBatch {
+            inner: Mutex::new(ClickBatch::new()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // mirrors the Python signature, one argument per click attribute
+    #[pyo3(signature = (link_id, timestamp, user_agent, referrer, utm_source, via_qr, visitor_salt, ip))]
+    fn add(
+        &self,
+        link_id: &str,
+        timestamp: f64,
+        user_agent: &str,
+        referrer: Option<&str>,
+        utm_source: Option<&str>,
+        via_qr: bool,
+        visitor_salt: &[u8],
+        ip: &str,
+    ) -> PyResult<()> {
+        let click = ClickInput {
+            link_id,
+            timestamp,
+            user_agent,
+            referrer,
+            utm_source,
+            via_qr,
+            visitor_salt,
+            ip,
+        };
+        guard(|| lock(&self.inner).add(&click).map_err(core_error))
+    }
+
+    fn __len__(&self) -> usize {
+        lock(&self.inner).len()
+    }
+
+    fn rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        guard(|| PyList::new(py, lock(&self.inner).rows()))
+    }
+
+    fn rollup(&self, py: Python<'_>) -> PyResult<Vec<OwnedRollupRow>> {
+        released(py, || {
+            let batch = lock(&self.inner);
+            let rows = batch.rollup().into_iter();
+            rows.map(|(link, day, device, source, n)| (link.to_owned(), day, device, source.to_owned(), n))
+                .collect()
+        })
+    }
+
+    fn link_totals(&self) -> PyResult<Vec<(String, u64)>> {
+        guard(|| {
+            Ok(lock(&self.inner)
+                .link_totals()
+                .into_iter()
+                .map(|(id, n)| (id.to_owned(), n))
+                .collect())
+        })
+    }
+
+    #[staticmethod]
+    fn synthetic(py: Python<'_>, n: i64, links: i64, days: i64, seed: u64) -> PyResult<Self> {
+        let (n, links, days) = (
+            non_negative(n, "n")?,
+            non_negative(links, "links")?,
+            non_negative(days, "days")?,
+        );
+        let batch = detached(py, || ClickBatch::synthetic(n, links, days, seed))?;
+        Ok(PyClickBatch {
+            inner: Mutex::new(batch),
+        })
+    }
+}

@@ -1,0 +1,263 @@
+//! A batch of clicks between two database writes: classified on arrival, then aggregated into the
+//! daily roll-ups that analytics reads. Link ids, sources and referrer hosts are interned, so a batch
+//! of a million clicks stays compact and aggregation hashes small integer keys.
+
+mod intern;
+mod synthetic;
+
+use crate::agent::{classify_user_agent, Device};
+use crate::keys::keyed_hash_prefix;
+use crate::referrer::{classify_source, referrer_host};
+use intern::{BuildFastHash, Interner};
+use std::collections::HashMap;
+use std::fmt;
+
+const SECONDS_PER_DAY: f64 = 86_400.0;
+const VISITOR_HEX_CHARS: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClickError {
+    Timestamp(String),
+    Synthetic(&'static str),
+}
+
+impl fmt::Display for ClickError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timestamp(t) => write!(
+                f,
+                "timestamp must be a finite number of seconds since the epoch, got {t}"
+            ),
+            Self::Synthetic(why) => write!(f, "synthetic batch: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ClickError {}
+
+#[derive(Debug, Clone, Copy)]
+struct Click {
+    link: u32,
+    timestamp: f64,
+    day: i64,
+    device: Device,
+    browser: &'static str,
+    os: &'static str,
+    source: u32,
+    referrer_host: Option<u32>,
+    visitor: [u8; VISITOR_HEX_CHARS],
+}
+
+/// One row of the clicks table: (link_id, timestamp, device, browser, os, source, referrer_host, visitor).
+pub type ClickRow<'a> = (
+    &'a str,
+    f64,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'a str,
+    Option<&'a str>,
+    &'a str,
+);
+
+/// One roll-up row: (link_id, epoch day, device, source, clicks).
+pub type RollupRow<'a> = (&'a str, i64, &'static str, &'a str, u64);
+
+#[derive(Debug, Default)]
+pub struct ClickBatch {
+    clicks: Vec<Click>,
+    strings: Interner,
+}
+
+/// What the redirect handler knows about one click.
+pub struct ClickInput<'a> {
+    pub link_id: &'a str,
+    pub timestamp: f64,
+    pub user_agent: &'a str,
+    pub referrer: Option<&'a str>,
+    pub utm_source: Option<&'a str>,
+    pub via_qr: bool,
+    pub visitor_salt: &'a [u8],
+    pub ip: &'a str,
+}
+
+fn epoch_day(timestamp: f64) -> Result<i64, ClickError> {
+    let day = (timestamp / SECONDS_PER_DAY).floor();
+    if !day.is_finite() || day.abs() > 1e12 {
+        return Err(ClickError::Timestamp(timestamp.to_string()));
+    }
+    Ok(day as i64)
+}
+
+impl ClickBatch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.clicks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clicks.is_empty()
+    }
+
+    /// Classifies and keeps one click; the IP only feeds the visitor hash and is not kept.
+    pub fn add(&mut self, click: &ClickInput<'_>) -> Result<(), ClickError> {
+        let day = epoch_day(click.timestamp)?;
+        let agent = classify_user_agent(click.user_agent);
+        let source = classify_source(click.utm_source, click.via_qr, click.referrer);
+        let host = referrer_host(click.referrer);
+        let identity = format!("{}\n{}", click.ip, click.user_agent);
+        let hex = keyed_hash_prefix(click.visitor_salt, identity.as_bytes(), VISITOR_HEX_CHARS);
+        let mut visitor = [b'0'; VISITOR_HEX_CHARS];
+        visitor.copy_from_slice(&hex.as_bytes()[..VISITOR_HEX_CHARS]);
+        self.clicks.push(Click {
+            link: self.strings.intern(click.link_id),
+            timestamp: click.timestamp,
+            day,
+            device: agent.device,
+            browser: agent.browser,
+            os: agent.os,
+            source: self.strings.intern(&source),
+            referrer_host: host.map(|h| self.strings.intern(&h)),
+            visitor,
+        });
+        Ok(())
+    }
+
+    /// Every click in insertion order.
+    pub fn rows(&self) -> impl Iterator<Item = ClickRow<'_>> {
+        self.clicks.iter().map(|c| {
+            (
+                self.strings.name(c.link),
+                c.timestamp,
+                c.device.name(),
+                c.browser,
+                c.os,
+                self.strings.name(c.source),
+                c.referrer_host.map(|h| self.strings.name(h)),
+                // The visitor is hex, hence ASCII; the fallback is unreachable.
+                std::str::from_utf8(&c.visitor).unwrap_or_default(),
+            )
+        })
+    }
+
+    /// Click counts per (link, day, device, source), sorted by those four.
+    pub fn rollup(&self) -> Vec<RollupRow<'_>> {
+        // Group on small integer keys with a cheap hash; string order only matters for the final sort,
+        // which compares each string's rank instead of the string.
+        let rank = self.strings.ranks();
+        let mut counts: HashMap<(u32, i64, Device, u32), u64, BuildFastHash> = HashMap::default();
+        for c in &self.clicks {
+            *counts
+                .entry((rank[c.link as usize], c.day, c.device, rank[c.source as usize]))
+                .or_default() += 1;
+        }
+        let mut groups: Vec<((u32, i64, Device, u32), u64)> = counts.into_iter().collect();
+        groups.sort_unstable_by_key(|&(key, _)| key);
+        let by_rank = self.strings.by_rank(&rank);
+        groups
+            .into_iter()
+            .map(|((link, day, device, source), n)| {
+                (
+                    self.strings.name(by_rank[link as usize]),
+                    day,
+                    device.name(),
+                    self.strings.name(by_rank[source as usize]),
+                    n,
+                )
+            })
+            .collect()
+    }
+
+    /// Clicks per link excluding bots (what the link's `clicks` counter grows by), sorted by link id.
+    pub fn link_totals(&self) -> Vec<(&str, u64)> {
+        let mut counts: HashMap<u32, u64> = HashMap::new();
+        for c in self.clicks.iter().filter(|c| c.device != Device::Bot) {
+            *counts.entry(c.link).or_default() += 1;
+        }
+        let mut totals: Vec<(&str, u64)> = counts
+            .into_iter()
+            .map(|(link, n)| (self.strings.name(link), n))
+            .collect();
+        totals.sort_unstable();
+        totals
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn click<'a>(link_id: &'a str, timestamp: f64, user_agent: &'a str, referrer: Option<&'a str>) -> ClickInput<'a> {
+        ClickInput {
+            link_id,
+            timestamp,
+            user_agent,
+            referrer,
+            utm_source: None,
+            via_qr: false,
+            visitor_salt: b"salt",
+            ip: "203.0.113.7",
+        }
+    }
+
+    const CHROME: &str =
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
+
+    #[test]
+    fn rows_are_classified_in_insertion_order() {
+        let mut batch = ClickBatch::new();
+        batch
+            .add(&click("lnk_b", 86_400.0 * 3.5, CHROME, Some("https://www.google.com/")))
+            .expect("add");
+        batch.add(&click("lnk_a", 10.0, "curl/8.0", None)).expect("add");
+        let rows: Vec<ClickRow<'_>> = batch.rows().collect();
+        assert_eq!(rows[0].0, "lnk_b");
+        assert_eq!(
+            (rows[0].2, rows[0].3, rows[0].4, rows[0].5, rows[0].6),
+            ("desktop", "Chrome", "Windows", "google.com", Some("google.com"))
+        );
+        assert_eq!((rows[1].2, rows[1].5, rows[1].6), ("bot", "direct", None));
+        let expected = keyed_hash_prefix(b"salt", format!("203.0.113.7\n{CHROME}").as_bytes(), 32);
+        assert_eq!(rows[0].7, expected);
+        assert_eq!(rows[0].7.len(), 32);
+    }
+
+    #[test]
+    fn rollup_counts_and_sorts() {
+        let mut batch = ClickBatch::new();
+        for (link, ts, ua) in [
+            ("lnk_b", 100.0, CHROME),
+            ("lnk_a", 86_500.0, CHROME),
+            ("lnk_b", 200.0, CHROME),
+            ("lnk_b", 300.0, "curl/8"),
+            ("lnk_a", -1.0, CHROME),
+        ] {
+            batch.add(&click(link, ts, ua, None)).expect("add");
+        }
+        assert_eq!(
+            batch.rollup(),
+            [
+                ("lnk_a", -1, "desktop", "direct", 1),
+                ("lnk_a", 1, "desktop", "direct", 1),
+                ("lnk_b", 0, "bot", "direct", 1),
+                ("lnk_b", 0, "desktop", "direct", 2),
+            ]
+        );
+        assert_eq!(batch.link_totals(), [("lnk_a", 2), ("lnk_b", 2)]);
+        assert!(batch.add(&click("lnk_a", f64::NAN, CHROME, None)).is_err());
+        assert_eq!(batch.len(), 5);
+    }
+
+    #[test]
+    fn synthetic_batches_are_deterministic() {
+        let a = ClickBatch::synthetic(10_000, 50, 7, 42).expect("batch");
+        let b = ClickBatch::synthetic(10_000, 50, 7, 42).expect("batch");
+        assert_eq!(a.rollup(), b.rollup());
+        assert_eq!(a.rollup().iter().map(|r| r.4).sum::<u64>(), 10_000);
+        assert!(a.rollup().iter().all(|r| (20_454..20_461).contains(&r.1)));
+        assert!(ClickBatch::synthetic(1, 0, 1, 0).is_err());
+    }
+}
