@@ -95,16 +95,17 @@ impl SearchIndex {
             }
         }
         let total = matching.len();
+        // Rounded before ranking, so float noise (1.0499999999999998 vs 1.05) neither shows nor reorders ties.
+        let round = |score: f64| (score * 1e6).round() / 1e6;
         let ranked: Vec<(f64, u32)> = matching
             .into_iter()
-            .map(|slot| (scores.total[slot as usize], slot))
+            .map(|slot| (round(scores.total[slot as usize]), slot))
             .collect();
         let id = |slot: u32| self.slots[slot as usize].as_ref().map_or("", |d| d.id.as_str());
         let hits = best_first(ranked, limit, id)
             .into_iter()
             .filter_map(|(score, slot)| {
                 let doc = self.slots[slot as usize].as_ref()?;
-                let score = (score * 1e6).round() / 1e6; // hides float noise such as 1.0499999999999998
                 Some(Hit {
                     id: doc.id.clone(),
                     score,

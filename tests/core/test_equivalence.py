@@ -1,0 +1,153 @@
+"""The Rust core agrees with the pure-Python reference (tests/reference.py) on generated inputs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from slugline import _core
+from tests import reference
+
+WORDS = ["rust", "Rust", "python", "Pythonic", "tutorial", "guide", "book", "books", "crème", "Brûlée", "CAFÉ",
+         "straße", "naïve", "déjà", "vu", "kitchen", "garden", "release", "notes", "NEWS", "weekly", "2024",
+         "v1.2", "c++", "e-mail", "über", "Ångström", "İstanbul", "résumé", "ﬁle", "№5", "x", "ab", "data"]
+DOMAINS = ["example.com", "docs.rs", "www.github.com", "m.youtube.com", "news.ycombinator.com", "café.example"]
+TAGS = ["rust", "python", "books", "dessert", "news", "café", "straße", "go", "rust-lang"]
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(low, high)))
+
+
+def _links(rng: random.Random, n: int) -> list[tuple]:
+    links = []
+    for i in range(n):
+        slug = rng.choice([f"s{i}", f"{rng.choice(WORDS).lower()}-{i}", f"Link_{i}"])
+        url = f"https://{rng.choice(DOMAINS)}/{rng.choice(WORDS)}/{i}?ref={rng.choice(WORDS)}"
+        title = _text(rng, 1, 5) if rng.random() < 0.9 else None
+        description = _text(rng, 3, 12) if rng.random() < 0.6 else None
+        note = _text(rng, 1, 6) if rng.random() < 0.3 else None
+        tags = rng.sample(TAGS, rng.randint(0, 3))
+        links.append((f"lnk_{i:04d}", slug, url, title, description, note, tags, rng.random() < 0.7))
+    return links
+
+
+def _queries(rng: random.Random, n: int) -> list[str]:
+    def term() -> str:
+        word = rng.choice(WORDS + TAGS)
+        kind = rng.random()
+        if kind < 0.15:
+            return "#" + rng.choice(TAGS + ["rus", "Café"])
+        if kind < 0.3 and len(word) > 2:
+            return word[: rng.randint(1, len(word) - 1)]  # prefix
+        if kind < 0.45 and len(word) >= 5:
+            i = rng.randrange(len(word) - 1)
+            return word[:i] + word[i + 1] + word[i] + word[i + 2 :]  # transposition typo
+        if kind < 0.55 and len(word) >= 5:
+            return word[:-1]  # deletion
+        if kind < 0.6:
+            return rng.choice(["ust", "ycombinator.com", "#", "-", "/", "docs.rs", "ref=", "s1"])
+        return word
+
+    return [" ".join(term() for _ in range(rng.randint(1, 3))) for _ in range(n)] + ["", "   ", "#"]
+
+
+@pytest.fixture(scope="module")
+def indexes() -> tuple[_core.SearchIndex, reference.SearchIndex]:
+    rng = random.Random(20261121)
+    core, ref = _core.SearchIndex(), reference.SearchIndex()
+    for link in _links(rng, 400):
+        core.upsert(*link)
+        ref.upsert(*link)
+    for removed in ("lnk_0003", "lnk_0100"):
+        assert core.remove(removed) and ref.remove(removed)
+    return core, ref
+
+
+@pytest.mark.parametrize("public_only", [False, True])
+def test_filter_matches_reference(indexes: tuple[_core.SearchIndex, reference.SearchIndex], public_only: bool) -> None:
+    core, ref = indexes
+    for query in _queries(random.Random(1), 300):
+        assert sorted(core.filter(query, public_only)) == sorted(ref.filter(query, public_only)), query
+
+
+@pytest.mark.parametrize("public_only", [False, True])
+def test_search_matches_reference(indexes: tuple[_core.SearchIndex, reference.SearchIndex], public_only: bool) -> None:
+    core, ref = indexes
+    for query in _queries(random.Random(2), 300):
+        core_total, core_hits = core.search(query, 1000, public_only)
+        ref_total, ref_hits = ref.search(query, 1000, public_only)
+        assert core_total == ref_total, query
+        assert {h[0] for h in core_hits} == {h[0] for h in ref_hits}, query
+        assert [h[0] for h in core_hits] == [h[0] for h in ref_hits], query
+        assert [h[1] for h in core_hits] == pytest.approx([h[1] for h in ref_hits]), query
+
+
+def test_normalize_matches_reference() -> None:
+    samples = WORDS + TAGS + ["Crème Brûlée", "ǅungla", "ΣΊΣΥΦΟΣ", "ﬀ ﬃ", "Ⅻ", "e\u0301", "ＦＵＬＬ", "\u0130i\u0307"]
+    for text in samples:
+        assert _core.normalize(text) == reference.normalize(text), text
+
+
+IOS = "AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1"
+WEBKIT = "AppleWebKit/537.36 (KHTML, like Gecko)"
+USER_AGENTS = [
+    f"Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) {IOS}",
+    f"Mozilla/5.0 (iPad; CPU OS 16_6 like Mac OS X) {IOS}",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+    f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {WEBKIT} Chrome/120.0 Safari/537.36 Edg/120.0",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14.1; rv:121.0) Gecko/20100101 Firefox/121.0",
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36",
+    "Mozilla/5.0 (Linux; Android 13; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
+    f"Mozilla/5.0 (Linux; Android 13; SM-S918B) {WEBKIT} SamsungBrowser/23.0 Chrome/115.0 Mobile Safari/537.36",
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36 OPR/106.0",
+    "Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
+    "Mozilla/5.0 (Windows NT 6.1; Trident/7.0; rv:11.0) like Gecko",
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    "facebookexternalhit/1.1", "Slackbot-LinkExpanding 1.0", "curl/8.4.0", "Wget/1.21", "python-requests/2.31",
+    "Go-http-client/1.1", "Mozilla/5.0 (compatible; YandexBot/3.0)", "", "  ", "Something/1.0", "Kindle/3.0",
+]
+
+
+def test_user_agents_match_reference() -> None:
+    rng = random.Random(3)
+    samples = list(USER_AGENTS)
+    for _ in range(400):
+        ua = rng.choice(USER_AGENTS)
+        if ua and rng.random() < 0.5:
+            i = rng.randrange(len(ua))
+            ua = ua[:i] + rng.choice([" Mobile", " BOT", "Tablet", "é", " Windows", "Spider", ""]) + ua[i:]
+        samples.append(ua.upper() if rng.random() < 0.1 else ua)
+    for ua in samples:
+        assert _core.classify_user_agent(ua) == reference.classify_user_agent(ua), ua
+
+
+REFERRERS = [None, "", "https://www.google.com/search?q=x", "http://m.facebook.com:8080/p", "HTTPS://T.CO/abc",
+             "https://user:pw@news.ycombinator.com/item?id=1", "https://example.com.", "http://[::1]:8000/",
+             "ftp://example.com", "example.com", "https://", "https://x.com:port/", "https://a b.com/",
+             "android-app://com.google.android.gm", "https://www.", "https://münchen.de/", "https://x.com:123456/",
+             "  https://padded.example/  ", "https://www.m.example.com#frag", "https://host?x=1"]
+
+
+def test_referrers_and_sources_match_reference() -> None:
+    for referrer in REFERRERS:
+        assert _core.referrer_host(referrer) == reference.referrer_host(referrer), referrer
+        for utm in (None, "", "  NewsLetter ", "X" * 100, "Ünïcode"):
+            for via_qr in (False, True):
+                expected = reference.classify_source(utm, via_qr, referrer)
+                assert _core.classify_source(utm, via_qr, referrer) == expected, (utm, via_qr, referrer)
+
+
+def test_click_batch_matches_reference() -> None:
+    rng = random.Random(4)
+    core, ref = _core.ClickBatch(), reference.ClickBatch()
+    for _ in range(500):
+        click = (f"lnk_{rng.randrange(20):02d}", rng.uniform(1.7e9, 1.7e9 + 5 * 86400), rng.choice(USER_AGENTS),
+                 rng.choice(REFERRERS), rng.choice([None, None, "newsletter", " Twitter "]), rng.random() < 0.1,
+                 b"daily-salt", f"198.51.100.{rng.randrange(256)}")
+        core.add(*click)
+        ref.add(*click)
+    assert core.rows() == ref.rows()
+    assert core.rollup() == ref.rollup()
+    assert core.link_totals() == ref.link_totals()
