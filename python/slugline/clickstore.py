@@ -5,22 +5,35 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable, Iterable
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from slugline import _core
 from slugline.db import Database
-from slugline.models import Click, ClickDaily, Link, VisitorSalt
+from slugline.models import ClickDaily, Link, VisitorSalt
 
 EPOCH = date(1970, 1, 1).toordinal()
-links, clicks, daily, salts = (cast(Table, model.__table__) for model in (Link, Click, ClickDaily, VisitorSalt))
+links, daily, salts = (cast(Table, model.__table__) for model in (Link, ClickDaily, VisitorSalt))
 
 # `clicks + 0` for links that only had bot clicks still locks the row (PostgreSQL) or starts the write
 # transaction (SQLite), so a link deleted meanwhile is either gone before the check below or waits for us.
 _BUMP = update(links).where(links.c.id == bindparam("b_id")).values(clicks=links.c.clicks + bindparam("b_n"))
+
+
+# Rows go to the driver's executemany exactly as `ClickBatch.rows()` made them; the database turns the unix time
+# into the column's type. No per-row Python work: this runs in a thread that shares the GIL with the redirects.
+_INSERT_CLICKS = {
+    # The text SQLAlchemy itself stores for a DateTime in SQLite: UTC, six-digit microseconds, no offset.
+    "sqlite": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES (?1, "
+              "strftime('%Y-%m-%d %H:%M:%S', CAST(?2 AS INTEGER), 'unixepoch') || "
+              "printf('.%06d', CAST((?2 - CAST(?2 AS INTEGER)) * 1000000 AS INTEGER)), "
+              "?3, substr(?4, 1, 32), substr(?5, 1, 32), substr(?6, 1, 255), substr(?7, 1, 255), ?8)",
+    "postgresql": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES "
+                  "(%s, to_timestamp(%s), %s, left(%s, 32), left(%s, 32), left(%s, 255), left(%s, 255), %s)",
+}
 
 
 def day_of(epoch_day: int) -> date:
@@ -70,15 +83,12 @@ def write_batch(db: Database, batch: _core.ClickBatch) -> int:
     with db.engine.begin() as conn:
         conn.execute(_BUMP, [{"b_id": link_id, "b_n": totals.get(link_id, 0)} for link_id in ids])
         alive = set(conn.execute(select(links.c.id).where(links.c.id.in_(ids))).scalars())
-        rows = [
-            {"link_id": link_id, "clicked_at": datetime.fromtimestamp(ts, UTC), "device": device,
-             "browser": browser[:32], "os": os[:32], "source": source[:255], "referrer": referrer and referrer[:255],
-             "visitor": visitor}
-            for link_id, ts, device, browser, os, source, referrer, visitor in batch.rows() if link_id in alive
-        ]
+        rows = batch.rows()
+        if len(alive) < len(ids):
+            rows = [row for row in rows if row[0] in alive]
         if not rows:
             return 0
-        conn.execute(insert(clicks), rows)
+        conn.exec_driver_sql(_INSERT_CLICKS[conn.dialect.name], rows)
         stmt = upsert_insert(conn)(daily)
         stmt = stmt.on_conflict_do_update(index_elements=["link_id", "day", "device", "source"],
                                           set_={"clicks": daily.c.clicks + stmt.excluded.clicks})
