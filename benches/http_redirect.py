@@ -5,7 +5,8 @@
 Installs Debian's `nginx-light` and `wrk` with apt when missing. Both servers listen on free loopback ports,
 nginx with its own temporary config, pid and log files. wrk runs alternate between the two; the medians of
 req/s and p99 latency are printed with the ratio. Afterwards the clicks stored are compared with the 302s wrk
-received, since every slugline redirect records one.
+received, since every slugline redirect records one. A PostgreSQL database gets a schema of the run's own,
+dropped at the end.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -53,7 +57,7 @@ def wait_until_up(url: str, proc: subprocess.Popen[bytes], deadline: float = 60.
     end = time.monotonic() + deadline
     while time.monotonic() < end:
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
         try:
             httpx.get(url, timeout=1)
             return
@@ -98,6 +102,28 @@ def start_slugline(tmp: Path, workers: int, database_url: str | None) -> tuple[s
     return proc, f"{base}/{link.json()['slug']}", {**auth, "link_id": link.json()["id"], "base": base}
 
 
+@contextmanager
+def own_schema(database_url: str | None) -> Iterator[str | None]:
+    """A PostgreSQL URL pointing at a fresh schema of its own, dropped afterwards; SQLite (None) as is."""
+    if not database_url:
+        yield None
+        return
+    from sqlalchemy import create_engine, make_url, text
+
+    from slugline.db import normalize_url
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(normalize_url(database_url))
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield make_url(database_url).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
 def wrk(url: str, duration: float, connections: int, threads: int) -> tuple[float, float, int]:
     """(requests per second, p99 latency in ms, responses) of one wrk run."""
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(duration))}s", "--latency", url],
@@ -122,10 +148,10 @@ def main() -> int:
     args = parser.parse_args()
     ensure_tools()
     results: dict[str, list[tuple[float, float, int]]] = {"nginx": [], "slugline": []}
-    with tempfile.TemporaryDirectory(prefix="slugline-bench-") as name:
+    with tempfile.TemporaryDirectory(prefix="slugline-bench-") as name, own_schema(args.database_url) as db_url:
         tmp = Path(name)
         nginx, nginx_url = start_nginx(tmp, args.workers)
-        slug, slug_url, info = start_slugline(tmp, args.workers, args.database_url)
+        slug, slug_url, info = start_slugline(tmp, args.workers, db_url)
         try:
             for url in (nginx_url, slug_url):
                 wrk(url, 2, args.connections, args.threads)  # warm-up, not counted
@@ -139,12 +165,12 @@ def main() -> int:
             nginx.wait(timeout=30)
         slug.send_signal(signal.SIGTERM)  # flushes the buffered clicks
         slug.wait(timeout=60)
-        report(results, args, tmp, info)
+        report(results, args, tmp, info, db_url)
     return 0
 
 
 def report(results: dict[str, list[tuple[float, float, int]]], args: argparse.Namespace, tmp: Path,
-           info: dict[str, str]) -> None:
+           info: dict[str, str], db_url: str | None) -> None:
     med = {label: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
            for label, runs in results.items()}
     print(f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds, "
@@ -152,20 +178,20 @@ def report(results: dict[str, list[tuple[float, float, int]]], args: argparse.Na
     for label, (rps, p99) in med.items():
         print(f"  {label:8s} {rps:10.0f} req/s   p99 {p99:7.2f} ms")
     print(f"  ratio    {med['slugline'][0] / med['nginx'][0]:.3f}x nginx")
-    stored = count_clicks(tmp, args, info)
+    stored = count_clicks(db_url or f"sqlite:///{tmp}/bench.db", info["link_id"])
     # wrk's count misses requests still in flight when a run ends; the server answered (and recorded) those too.
-    sent = sum(r[2] for r in results["slugline"]) + 0
+    sent = sum(r[2] for r in results["slugline"])
     print(f"  clicks stored: {stored} (wrk counted {sent} measured responses, plus the warm-up)")
 
 
-def count_clicks(tmp: Path, args: argparse.Namespace, info: dict[str, str]) -> int:
+def count_clicks(database_url: str, link_id: str) -> int:
     from sqlalchemy import create_engine, text
 
     from slugline.db import normalize_url
 
-    engine = create_engine(normalize_url(args.database_url or f"sqlite:///{tmp}/bench.db"))
+    engine = create_engine(normalize_url(database_url))
     with engine.connect() as conn:
-        count = conn.execute(text("SELECT count(*) FROM clicks WHERE link_id = :id"), {"id": info["link_id"]}).scalar()
+        count = conn.execute(text("SELECT count(*) FROM clicks WHERE link_id = :id"), {"id": link_id}).scalar()
     engine.dispose()
     return int(count or 0)
 
