@@ -192,6 +192,12 @@ mod tests {
     }
 
     #[test]
+    fn device_order_is_name_order_and_discriminant_order() {
+        assert!(Device::ALL.iter().enumerate().all(|(i, &d)| d as usize == i));
+        assert!(Device::ALL.windows(2).all(|w| w[0].name() < w[1].name()));
+    }
+
+    #[test]
     fn empty_and_unknown() {
         assert_eq!(classify(""), ("other", "Other", "Other"));
         assert_eq!(classify("   "), ("other", "Other", "Other"));

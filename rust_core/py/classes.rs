@@ -5,7 +5,8 @@ use super::{core_error, detached, guard, lock, non_negative, read, released, wri
 use crate::rollup::{ClickBatch, ClickInput};
 use crate::search::{Link, SearchIndex};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
+use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 
 #[pyclass(name = "SearchIndex", module = "slugline._core", frozen)]
@@ -99,8 +100,6 @@ pub struct PyClickBatch {
     inner: Mutex<ClickBatch>,
 }
 
-type OwnedRollupRow = (String, i64, &'static str, String, u64);
-
 #[pymethods]
 impl PyClickBatch {
     #[new]
@@ -144,12 +143,23 @@ impl PyClickBatch {
         guard(|| PyList::new(py, lock(&self.inner).rows()))
     }
 
-    fn rollup(&self, py: Python<'_>) -> PyResult<Vec<OwnedRollupRow>> {
-        released(py, || {
+    fn rollup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let entries = released(py, || lock(&self.inner).rollup_entries())?;
+        // Ids stay valid after the lock is dropped (the string table only grows); each distinct link id
+        // and source becomes one Python string shared by all its rows.
+        guard(|| {
             let batch = lock(&self.inner);
-            let rows = batch.rollup().into_iter();
-            rows.map(|(link, day, device, source, n)| (link.to_owned(), day, device, source.to_owned(), n))
-                .collect()
+            let mut strings: HashMap<u32, Bound<'py, PyString>> = HashMap::new();
+            let mut string = |id: u32| {
+                strings
+                    .entry(id)
+                    .or_insert_with(|| PyString::new(py, batch.string(id)))
+                    .clone()
+            };
+            let rows = entries
+                .into_iter()
+                .map(|e| (string(e.link), e.day, e.device.name(), string(e.source), e.clicks));
+            PyList::new(py, rows.collect::<Vec<_>>())
         })
     }
 

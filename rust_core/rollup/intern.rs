@@ -1,7 +1,6 @@
-//! Interning of the strings of a batch and a cheap hasher for its integer keys.
+//! Interning of the strings of a batch: each stored once, referred to by a u32 id.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Strings seen in a batch, each stored once.
 #[derive(Debug, Default)]
@@ -19,6 +18,10 @@ impl Interner {
         self.names.push(name.to_owned());
         self.ids.insert(name.to_owned(), id);
         id
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
     }
 
     pub fn name(&self, id: u32) -> &str {
@@ -44,31 +47,3 @@ impl Interner {
         ids
     }
 }
-
-/// FxHash-style multiply-rotate hashing: plenty for integer keys made inside the batch (not attacker-chosen).
-#[derive(Default, Clone, Copy)]
-pub struct FastHash(u64);
-
-impl Hasher for FastHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|&b| self.write_u64(u64::from(b)));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
-}
-
-pub type BuildFastHash = BuildHasherDefault<FastHash>;

@@ -8,8 +8,7 @@ mod synthetic;
 use crate::agent::{classify_user_agent, Device};
 use crate::keys::keyed_hash_prefix;
 use crate::referrer::{classify_source, referrer_host};
-use intern::{BuildFastHash, Interner};
-use std::collections::HashMap;
+use intern::Interner;
 use std::fmt;
 
 const SECONDS_PER_DAY: f64 = 86_400.0;
@@ -59,6 +58,16 @@ pub type ClickRow<'a> = (
     Option<&'a str>,
     &'a str,
 );
+
+/// A roll-up group, its strings as ids of `ClickBatch::string`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollupEntry {
+    pub link: u32,
+    pub day: i64,
+    pub device: Device,
+    pub source: u32,
+    pub clicks: u64,
+}
 
 /// One roll-up row: (link_id, epoch day, device, source, clicks).
 pub type RollupRow<'a> = (&'a str, i64, &'static str, &'a str, u64);
@@ -145,41 +154,74 @@ impl ClickBatch {
 
     /// Click counts per (link, day, device, source), sorted by those four.
     pub fn rollup(&self) -> Vec<RollupRow<'_>> {
-        // Group on small integer keys with a cheap hash; string order only matters for the final sort,
-        // which compares each string's rank instead of the string.
-        let rank = self.strings.ranks();
-        let mut counts: HashMap<(u32, i64, Device, u32), u64, BuildFastHash> = HashMap::default();
-        for c in &self.clicks {
-            *counts
-                .entry((rank[c.link as usize], c.day, c.device, rank[c.source as usize]))
-                .or_default() += 1;
-        }
-        let mut groups: Vec<((u32, i64, Device, u32), u64)> = counts.into_iter().collect();
-        groups.sort_unstable_by_key(|&(key, _)| key);
-        let by_rank = self.strings.by_rank(&rank);
-        groups
+        self.rollup_entries()
             .into_iter()
-            .map(|((link, day, device, source), n)| {
+            .map(|e| {
                 (
-                    self.strings.name(by_rank[link as usize]),
-                    day,
-                    device.name(),
-                    self.strings.name(by_rank[source as usize]),
-                    n,
+                    self.string(e.link),
+                    e.day,
+                    e.device.name(),
+                    self.string(e.source),
+                    e.clicks,
                 )
             })
             .collect()
     }
 
+    /// `rollup` with strings left as ids of `string`, for callers that convert each distinct string once.
+    pub fn rollup_entries(&self) -> Vec<RollupEntry> {
+        // Counting-sort the clicks into one bucket per link (in link id order), then sort each small
+        // bucket on a packed integer key: O(n log(clicks per link)) and no hashing.
+        let rank = self.strings.ranks();
+        let by_rank = self.strings.by_rank(&rank);
+        let min_day = self.clicks.iter().map(|c| c.day).min().unwrap_or(0);
+        let mut starts = vec![0usize; rank.len() + 1];
+        for c in &self.clicks {
+            starts[rank[c.link as usize] as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut keys = vec![0u128; self.clicks.len()];
+        let mut next = starts.clone();
+        for c in &self.clicks {
+            let bucket = rank[c.link as usize] as usize;
+            let day = (c.day - min_day) as u128; // < 2^41: days are bounded by `epoch_day`
+            keys[next[bucket]] = day << 40 | (c.device as u128) << 32 | u128::from(rank[c.source as usize]);
+            next[bucket] += 1;
+        }
+        let mut entries = Vec::new();
+        for (link_rank, window) in starts.windows(2).enumerate() {
+            let bucket = &mut keys[window[0]..window[1]];
+            bucket.sort_unstable();
+            for run in bucket.chunk_by(|a, b| a == b) {
+                let key = run[0];
+                entries.push(RollupEntry {
+                    link: by_rank[link_rank],
+                    day: (key >> 40) as i64 + min_day,
+                    device: Device::ALL[((key >> 32) & 0xff) as usize],
+                    source: by_rank[(key & 0xffff_ffff) as usize],
+                    clicks: run.len() as u64,
+                });
+            }
+        }
+        entries
+    }
+
+    /// The string with id `id` in this batch's string table (which only grows, so ids stay valid).
+    pub fn string(&self, id: u32) -> &str {
+        self.strings.name(id)
+    }
+
     /// Clicks per link excluding bots (what the link's `clicks` counter grows by), sorted by link id.
     pub fn link_totals(&self) -> Vec<(&str, u64)> {
-        let mut counts: HashMap<u32, u64> = HashMap::new();
+        let mut counts = vec![0u64; self.strings.len()];
         for c in self.clicks.iter().filter(|c| c.device != Device::Bot) {
-            *counts.entry(c.link).or_default() += 1;
+            counts[c.link as usize] += 1;
         }
-        let mut totals: Vec<(&str, u64)> = counts
-            .into_iter()
-            .map(|(link, n)| (self.strings.name(link), n))
+        let mut totals: Vec<(&str, u64)> = (0..counts.len())
+            .filter(|&id| counts[id] > 0)
+            .map(|id| (self.string(id as u32), counts[id]))
             .collect();
         totals.sort_unstable();
         totals

@@ -1,6 +1,6 @@
 //! The `q` filter of `GET /links`: every term must be a substring of some field (`#tag`: equal to a hashtag).
 
-use super::index::{Doc, SearchIndex};
+use super::index::SearchIndex;
 use super::matching::{filter_terms, FilterTerm};
 use super::normalize::words;
 use memchr::memmem::Finder;
@@ -82,19 +82,24 @@ impl SearchIndex {
     }
 
     fn check_each(&self, term: &FilterTerm, current: Vec<u32>) -> Vec<u32> {
-        let finder = match term {
-            FilterTerm::Substring(text) => Some(Finder::new(text)),
-            FilterTerm::Tag(_) => None,
-        };
-        let matches = |doc: &Doc| match (term, &finder) {
-            (FilterTerm::Tag(tag), _) => doc.tags.binary_search(tag).is_ok(),
-            (_, Some(finder)) => finder.find(self.corpus.entry_text(doc.entry).as_bytes()).is_some(),
-            (_, None) => false,
-        };
-        current
-            .into_iter()
-            .filter(|&slot| self.slots[slot as usize].as_ref().is_some_and(matches))
-            .collect()
+        match term {
+            FilterTerm::Tag(tag) => current
+                .into_iter()
+                .filter(|&slot| {
+                    self.slots[slot as usize]
+                        .as_ref()
+                        .is_some_and(|d| d.tags.binary_search(tag).is_ok())
+                })
+                .collect(),
+            FilterTerm::Substring(text) => {
+                let finder = Finder::new(text);
+                let text_of = |slot: u32| self.corpus.entry_text(self.entries[slot as usize] as usize).as_bytes();
+                current
+                    .into_iter()
+                    .filter(|&slot| finder.find(text_of(slot)).is_some())
+                    .collect()
+            }
+        }
     }
 }
 

@@ -45,7 +45,6 @@ pub(super) struct Doc {
     pub public: bool,
     pub link: Link,
     pub tags: Vec<String>,
-    pub entry: usize,
     postings: usize,
 }
 
@@ -54,6 +53,8 @@ pub struct SearchIndex {
     pub(super) slots: Vec<Option<Doc>>,
     /// Per slot: `generation << 2 | PUBLIC | LIVE`, compact so that checking a posting rarely misses the cache.
     state: Vec<u32>,
+    /// Per slot: its entry in `corpus` (kept apart from `Doc` for the same reason).
+    pub(super) entries: Vec<u32>,
     free: Vec<u32>,
     by_id: HashMap<String, u32>,
     pub(super) corpus: Corpus,
@@ -92,6 +93,7 @@ impl SearchIndex {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.state.push(0);
+            self.entries.push(0);
             (self.slots.len() - 1) as u32
         });
         let doc = Doc {
@@ -99,7 +101,6 @@ impl SearchIndex {
             public,
             link,
             tags: Vec::new(),
-            entry: 0,
             postings: 0,
         };
         self.index_doc(slot, doc);
@@ -146,7 +147,7 @@ impl SearchIndex {
         doc.tags.sort_unstable();
         doc.tags.dedup();
         norm[HASHTAGS] = doc.tags.join(" ");
-        doc.entry = self.corpus.push(
+        let entry = self.corpus.push(
             slot,
             generation,
             [SLUG, TITLE, URL, DESCRIPTION, NOTE]
@@ -154,6 +155,7 @@ impl SearchIndex {
                 .map(|&f| norm[f].as_str())
                 .chain(doc.tags.iter().map(String::as_str)),
         );
+        self.entries[slot as usize] = entry as u32;
         let mut fields_of: HashMap<&str, u8> = HashMap::new();
         for (field, text) in norm.iter().enumerate() {
             for word in words(text) {
