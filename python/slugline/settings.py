@@ -27,7 +27,7 @@ class Settings(BaseSettings):
     rate_limit_developer: int = Field(default=600, ge=1)
     rate_limit_pro: int = Field(default=3000, ge=1)
     rate_limit_anonymous: int = Field(default=60, ge=1)
-    rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous /analyze calls per minute per IP")
+    rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous /analyze per IP")
     rate_limit_login: int = Field(default=10, ge=1, description="login attempts per minute per IP and username")
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     click_flush_max: int = Field(default=1000, ge=1, le=1000)

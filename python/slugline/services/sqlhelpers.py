@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import orjson
-from sqlalchemy import ColumnElement, String, any_, bindparam, column, func, select
+from sqlalchemy import BindParameter, ColumnElement, String, any_, bindparam, column, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -14,5 +14,6 @@ def id_in(session: Session, col: InstrumentedAttribute[str], ids: Sequence[str])
     """`col IN ids` as ONE bound parameter, however many ids the search engine matched."""
     if session.get_bind().dialect.name == "postgresql":
         return col == any_(bindparam("match_ids", list(ids), type_=ARRAY(String)))
-    rows = select(column("value", String)).select_from(func.json_each(bindparam("match_ids", orjson.dumps(list(ids)).decode())))
+    as_json: BindParameter[str] = bindparam("match_ids", orjson.dumps(list(ids)).decode())
+    rows = select(column("value", String)).select_from(func.json_each(as_json))
     return col.in_(rows)

@@ -7,15 +7,13 @@ from slugline.api.openapi import body_schema
 from slugline.api.responses import JSON
 from slugline.schemas import KeyRequest
 from slugline.services import accounts
-from slugline.services.runtime import isoformat
 
 router = APIRouter(tags=["account"])
 
 
 @router.get("/me", summary="The authenticated account: username, plan, key scope")
 def me(caller: AnyCaller) -> JSON:
-    return JSON({"username": caller.username, "plan": caller.plan, "scope": caller.scope,
-                 "created_at": isoformat(caller.created_at)})
+    return JSON(accounts.me(caller))
 
 
 @router.get("/api-key", summary="List the account's API keys (never the secrets)")
