@@ -11,6 +11,7 @@ from slugline.services.meta import USER_AGENT
 from slugline.services.runtime import Runtime
 from slugline.services.validation import parse
 
+
 async def analyze(rt: Runtime, data: Any) -> dict[str, Any]:
     params = parse(AnalyzeParams, data)
     try:
