@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: build serve test test-rust test-python bench bench-http lint clean
+.PHONY: build serve test test-rust test-python bench bench-http lint wheel clean
 
 $(BIN)/maturin:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
@@ -41,6 +41,12 @@ lint: build
 	$(BIN)/mypy
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+
+# The wheel carries the Alembic scripts inside the package (slugline/migrations), so `slugline migrate` works
+# from a plain `pip install`; the copy exists only while maturin packs it.
+wheel: $(BIN)/maturin
+	rm -rf python/slugline/migrations && cp -r migrations python/slugline/migrations
+	$(BIN)/maturin build --release -o dist; status=$$?; rm -rf python/slugline/migrations; exit $$status
 
 clean:
 	rm -rf $(VENV) target data
