@@ -63,14 +63,23 @@ impl PySearchIndex {
     }
 
     #[pyo3(signature = (query, public_only = false))]
-    fn filter(&self, py: Python<'_>, query: &str, public_only: bool) -> PyResult<Vec<String>> {
-        released(py, || {
-            read(&self.inner)
-                .filter(query, public_only)
+    fn filter<'py>(&self, py: Python<'py>, query: &str, public_only: bool) -> PyResult<Bound<'py, PyList>> {
+        // Ids are copied into one buffer while the lock is held (no GIL), then become Python strings.
+        let (buffer, ends) = released(py, || {
+            let index = read(&self.inner);
+            let ids = index.filter(query, public_only);
+            let mut buffer = String::with_capacity(ids.len() * 16);
+            let ends: Vec<usize> = ids
                 .into_iter()
-                .map(str::to_owned)
-                .collect()
-        })
+                .map(|id| {
+                    buffer.push_str(id);
+                    buffer.len()
+                })
+                .collect();
+            (buffer, ends)
+        })?;
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        PyList::new(py, starts.zip(ends.iter()).map(|(start, &end)| &buffer[start..end]))
     }
 
     #[pyo3(signature = (query, limit = 20, public_only = false))]

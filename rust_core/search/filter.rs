@@ -21,15 +21,12 @@ impl SearchIndex {
                 current => self.intersect(self.scan(term, public_only), current),
             });
         }
-        let ids = |slot: u32| self.slots[slot as usize].as_ref().map(|d| d.id.as_str());
+
         match candidates {
-            Some(slots) => slots.into_iter().filter_map(ids).collect(),
-            None => self
-                .slots
-                .iter()
-                .flatten()
-                .filter(|d| d.public || !public_only)
-                .map(|d| d.id.as_str())
+            Some(slots) => slots.into_iter().map(|slot| self.id_of(slot)).collect(),
+            None => (0..self.slots.len() as u32)
+                .filter(|&slot| self.visible(slot, public_only))
+                .map(|slot| self.id_of(slot))
                 .collect(),
         }
     }
@@ -109,7 +106,8 @@ fn longest_word(text: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::index::tests::{sample, sorted};
+    use super::super::index::tests::{link, sample, sorted};
+    use super::super::index::SearchIndex;
 
     #[test]
     fn and_semantics_over_fields() {
@@ -136,5 +134,46 @@ mod tests {
         let index = sample();
         assert_eq!(sorted(index.filter("rust", true)), ["lnk_a"]);
         assert_eq!(sorted(index.filter("", true)), ["lnk_a", "lnk_b"]);
+    }
+
+    #[test]
+    fn upsert_replaces_and_remove_forgets() {
+        let mut index = sample();
+        index.upsert(
+            "lnk_a",
+            link("go-book", "The Go Book", "https://go.dev/", &["go"]),
+            true,
+        );
+        assert_eq!(index.len(), 3);
+        assert_eq!(sorted(index.filter("rust", false)), ["lnk_c"]);
+        assert_eq!(sorted(index.filter("#go", false)), ["lnk_a"]);
+        assert!(index.remove("lnk_c"));
+        assert!(!index.remove("lnk_c"));
+        assert!(!index.contains("lnk_c"));
+        assert!(index.filter("rust", false).is_empty());
+    }
+
+    #[test]
+    fn many_candidates_and_compaction() {
+        let mut index = SearchIndex::new();
+        for round in 0..3 {
+            for i in 0..30_000 {
+                let title = if i % 1000 == 0 {
+                    format!("needle-r{round}")
+                } else {
+                    format!("hay {i}")
+                };
+                index.upsert(
+                    &format!("lnk_{i}"),
+                    link(&format!("s{i}"), &title, "https://x.example/", &["t"]),
+                    true,
+                );
+            }
+        }
+        assert_eq!(index.len(), 30_000);
+        assert_eq!(index.filter("needle-r2", false).len(), 30);
+        assert_eq!(index.filter("needle-r1", false).len(), 0);
+        assert_eq!(index.filter("#t hay", false).len(), 29_970);
+        assert!(index.corpus.len() < 90_000, "compacted: {}", index.corpus.len());
     }
 }

@@ -101,7 +101,7 @@ impl SearchIndex {
             .into_iter()
             .map(|slot| (round(scores.total[slot as usize]), slot))
             .collect();
-        let id = |slot: u32| self.slots[slot as usize].as_ref().map_or("", |d| d.id.as_str());
+        let id = |slot: u32| self.id_of(slot);
         let hits = best_first(ranked, limit, id)
             .into_iter()
             .filter_map(|(score, slot)| {
