@@ -183,13 +183,13 @@ impl PyClickBatch {
     }
 
     #[staticmethod]
-    fn synthetic(py: Python<'_>, n: i64, links: i64, days: i64, seed: u64) -> PyResult<Self> {
+    fn synthetic(py: Python<'_>, n: i64, links: i64, days: i64, seed: i64) -> PyResult<Self> {
         let (n, links, days) = (
             non_negative(n, "n")?,
             non_negative(links, "links")?,
             non_negative(days, "days")?,
         );
-        let batch = detached(py, || ClickBatch::synthetic(n, links, days, seed))?;
+        let batch = detached(py, || ClickBatch::synthetic(n, links, days, seed as u64))?;
         Ok(PyClickBatch {
             inner: Mutex::new(batch),
         })

@@ -80,7 +80,8 @@ fn non_negative(value: i64, name: &str) -> PyResult<usize> {
 #[pyo3(signature = (length = 7))]
 fn generate_slug(length: i64) -> PyResult<String> {
     guard(|| {
-        let length = usize::try_from(length).unwrap_or(0);
+        let length = usize::try_from(length)
+            .map_err(|_| CoreError::new_err(format!("slug length must be between 1 and 64, got {length}")))?;
         slug::generate_slug(length).map_err(core_error)
     })
 }

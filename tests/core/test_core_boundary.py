@@ -15,6 +15,10 @@ def test_core_error_is_a_value_error() -> None:
     assert issubclass(_core.CoreError, ValueError)
     with pytest.raises(ValueError, match="slug length"):
         _core.generate_slug(0)
+    with pytest.raises(_core.CoreError, match="got -5"):
+        _core.generate_slug(-5)
+    with pytest.raises(_core.CoreError, match="links and days"):
+        _core.ClickBatch.synthetic(10, 0, 1, 0)
     with pytest.raises(_core.CoreError, match="key kind"):
         _core.generate_key("admin")
     with pytest.raises(_core.CoreError, match="malformed"):
