@@ -30,7 +30,7 @@ test-python:
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: build
-	$(BIN)/python -m pytest benches --benchmark-only -p no:timeout $(PYTEST_ARGS)
+	$(BIN)/python -m pytest benches --benchmark-only --timeout 0 $(PYTEST_ARGS)
 	cargo bench --bench core
 
 bench-http: build

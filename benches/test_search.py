@@ -1,0 +1,94 @@
+"""`q` filtering and `/search` ranking over 100k links: the Rust core against the pure-Python reference.
+
+    python -m pytest benches/test_search.py --benchmark-only --timeout 0
+
+Goals (issue 4): core ≤ 5 ms p50 for both, ≥ 20× the reference. Compare `median` within a group; the
+ratio is also printed in `extra_info` of each core row once both sides have run.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from tests import reference
+
+from slugline import _core
+
+LINKS = 100_000
+WORDS = ("rust python kubernetes docker cloud recipe coffee travel music guitar design typescript database "
+         "postgres redis search engine release notes meeting agenda budget roadmap launch marketing video "
+         "podcast article tutorial guide handbook policy security privacy analytics dashboard report invoice "
+         "crème brûlée café naïve résumé über straße").split()
+DOMAINS = ("example.com", "docs.example.org", "blog.example.net", "shop.example.io", "news.example.co.uk")
+QUERIES = {
+    "one-term": "kubernetes",
+    "two-terms": "rust guide",
+    "prefix": "kube",
+    "accented": "CREME brulee",
+    "tag+term": "#music guitar",
+}
+
+
+def _text(rng: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+
+
+def generate(n: int, seed: int = 42) -> list[tuple[Any, ...]]:
+    rng = random.Random(seed)
+    links = []
+    for i in range(n):
+        title = _text(rng, 2, 6).title()
+        url = f"https://{rng.choice(DOMAINS)}/{_text(rng, 1, 3).replace(' ', '-')}/{i}"
+        tags = sorted({rng.choice(WORDS[:30]) for _ in range(rng.randint(0, 3))})
+        links.append((f"lnk_{i:011d}", f"s{i:06d}", url, title, _text(rng, 8, 20), _text(rng, 0, 10) or None, tags,
+                      rng.random() < 0.8))
+    return links
+
+
+@pytest.fixture(scope="module")
+def indexes() -> tuple[_core.SearchIndex, reference.SearchIndex]:
+    core, ref = _core.SearchIndex(), reference.SearchIndex()
+    for link in generate(LINKS):
+        core.upsert(*link)
+        ref.upsert(*link)
+    return core, ref
+
+
+MEDIANS: dict[tuple[str, str, str], float] = {}
+
+
+def _record(benchmark: Any, op: str, query_name: str, side: str) -> None:
+    MEDIANS[(op, query_name, side)] = benchmark.stats.stats.median
+    other = MEDIANS.get((op, query_name, "reference" if side == "core" else "core"))
+    if other is not None:
+        core_m = MEDIANS[(op, query_name, "core")]
+        ref_m = MEDIANS[(op, query_name, "reference")]
+        benchmark.extra_info["speedup_vs_reference"] = round(ref_m / core_m, 1)
+
+
+@pytest.mark.parametrize("query_name", list(QUERIES))
+@pytest.mark.parametrize("side", ["reference", "core"])
+def test_filter(benchmark: Any, indexes: tuple[Any, Any], query_name: str, side: str) -> None:
+    index = indexes[0] if side == "core" else indexes[1]
+    query = QUERIES[query_name]
+    benchmark.group = f"filter 100k: {query_name}"
+    benchmark.extra_info.update(links=LINKS, query=query)
+    rounds = 30 if side == "core" else 3
+    result = benchmark.pedantic(index.filter, args=(query, False), rounds=rounds, iterations=1, warmup_rounds=1)
+    assert result
+    _record(benchmark, "filter", query_name, side)
+
+
+@pytest.mark.parametrize("query_name", list(QUERIES))
+@pytest.mark.parametrize("side", ["reference", "core"])
+def test_search(benchmark: Any, indexes: tuple[Any, Any], query_name: str, side: str) -> None:
+    index = indexes[0] if side == "core" else indexes[1]
+    query = QUERIES[query_name]
+    benchmark.group = f"search 100k: {query_name}"
+    benchmark.extra_info.update(links=LINKS, query=query)
+    rounds = 30 if side == "core" else 3
+    total, _ = benchmark.pedantic(index.search, args=(query, 20, False), rounds=rounds, iterations=1, warmup_rounds=1)
+    assert total > 0
+    _record(benchmark, "search", query_name, side)
