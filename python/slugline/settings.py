@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     secret_key: str | None = None
     public_url: str | None = None
+    # Proxies whose X-Forwarded-For/-Proto are believed (comma-separated IPs or CIDRs, or "*"); unset: none.
+    trusted_proxies: str | None = None
     default_plan: Plan = "free"
     fetch_allow_private: bool = False
     session_hours: int = Field(default=24, ge=1, le=24 * 90)

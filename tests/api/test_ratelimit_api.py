@@ -60,3 +60,17 @@ def test_login_attempts_are_limited_per_ip_and_username(tight: tuple[TestClient,
     codes = [tc.post("/api/v1/auth/login", json={"username": "victim", "password": f"guess-{i}xx"}).status_code
              for i in range(3)]
     assert codes[:2] == [401, 401] and codes[2] == 429
+
+
+@pytest.mark.parametrize("trusted", [None, "testclient"])
+def test_forwarded_for_counts_only_behind_a_trusted_proxy(database_url: str, trusted: str | None) -> None:
+    settings = make_settings(database_url, rate_limit_anonymous=2, trusted_proxies=trusted)
+    rt = Runtime.create(settings)
+    migrate.upgrade(rt.db.engine)
+    with TestClient(create_app(settings, rt)) as tc:
+        first = [tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "203.0.113.7"}).status_code
+                 for _ in range(3)]
+        other = tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "198.51.100.9"}).status_code
+    rt.close()
+    assert first == [404, 404, 429]
+    assert other == (404 if trusted else 429)

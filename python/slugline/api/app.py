@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from granian.utils.proxies import wrap_asgi_with_proxy_headers
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
@@ -80,5 +81,18 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Any:
-    """The API behind the redirect layer, which answers `/{slug}` before FastAPI routing is involved."""
-    return RedirectLayer(create_api(settings, runtime))
+    """The API behind the redirect layer, which answers `/{slug}` before FastAPI routing is involved.
+
+    Behind a reverse proxy listed in `trusted_proxies`, the client address (rate limits, visitor hashes) and
+    scheme (cookies, short URLs) come from its X-Forwarded-For/-Proto headers.
+    """
+    settings = settings or get_settings()
+    app = RedirectLayer(create_api(settings, runtime))
+    if not settings.trusted_proxies:
+        return app
+    proxied = wrap_asgi_with_proxy_headers(app, settings.trusted_proxies)
+
+    async def behind_proxy(scope: Any, receive: Any, send: Any) -> None:  # Granian's wrapper is not `async def`
+        await proxied(scope, receive, send)
+
+    return behind_proxy
