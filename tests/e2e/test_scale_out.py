@@ -1,0 +1,50 @@
+"""Two instances on one store with Redis: they share rate limits and see each other's link changes within 1 s."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import httpx
+import pytest
+import redis
+
+from tests.conftest import IN_CI
+from tests.e2e.conftest import ServerFactory
+from tests.e2e.server import make_account
+
+REDIS_URL = os.environ.get("SLUGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        if IN_CI:
+            pytest.fail(f"CI must run the Redis tests: {REDIS_URL} does not answer ({exc})")
+        pytest.skip(f"Redis at {REDIS_URL} does not answer: {exc}")
+    return REDIS_URL
+
+
+def test_two_instances_share_limits_and_links(start_server: ServerFactory, database_url: str, redis_url: str) -> None:
+    env = {"SLUGLINE_REDIS_URL": redis_url, "SLUGLINE_RATE_LIMIT_DEVELOPER": "10"}
+    first = start_server(database_url, **env)
+    second = start_server(database_url, **env)
+    keys = make_account(first, "scaler")
+    auth = {"Authorization": f"Bearer {keys.full}"}
+
+    codes = [httpx.get(f"{server.url}/api/v1/me", headers=auth).status_code for server in (first, second) * 6]
+    assert codes.count(200) == 10 and codes[-2:] == [429, 429], codes
+
+    public = {"Authorization": f"Bearer {keys.public}"}  # a bucket of its own: the full key is spent
+    made = httpx.post(f"{first.url}/api/v1/links", headers=public,
+                      json={"destination_url": "https://example.org/one", "slug": "shared"})
+    assert made.status_code == 201, made.text
+    assert httpx.get(f"{second.url}/shared").headers["location"] == "https://example.org/one"
+    changed = httpx.put(f"{first.url}/api/v1/links/{made.json()['id']}", headers=public,
+                        json={"destination_url": "https://example.org/two"})
+    assert changed.status_code == 200, changed.text
+    deadline = time.monotonic() + 1.0
+    while httpx.get(f"{second.url}/shared").headers["location"] != "https://example.org/two":
+        assert time.monotonic() < deadline, "the other instance served the old destination for more than 1 s"
