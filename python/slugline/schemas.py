@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from slugline import _core
+from slugline.qr import MAX_MARGIN, MAX_SIZE, MIN_SIZE
 
 Visibility = Literal["public", "unlisted", "private", "password"]
 SortField = Literal["created_at", "updated_at", "title", "slug", "clicks"]
@@ -87,10 +88,13 @@ class LinkCreate(LinkUpdate):
     auto_meta: bool = False
 
 
-class ListParams(_Strict):
-    q: Annotated[str, Field(max_length=512)] | None = None
+class PageParams(_Strict):
     page: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     per: Annotated[int, Field(ge=1, le=100)] = 20
+
+
+class ListParams(PageParams):
+    q: Annotated[str, Field(max_length=512)] | None = None
     sort: SortField = "created_at"
     dir: Direction = "desc"
 
@@ -119,3 +123,14 @@ class SearchParams(_Strict):
 
 class AnalyzeParams(_Strict):
     url: Annotated[str, Field(min_length=1, max_length=MAX_URL)]
+
+
+class AnalyticsParams(_Strict):
+    days: Annotated[int, Field(ge=1, le=365)] = 30
+    source: Annotated[str, Field(max_length=255)] | None = None
+
+
+class QrParams(_Strict):
+    format: Literal["png", "svg"] = "png"
+    size: Annotated[int, Field(ge=MIN_SIZE, le=MAX_SIZE)] = 256
+    margin: Annotated[int, Field(ge=0, le=MAX_MARGIN)] = 4

@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from slugline.schemas import NOT_NULLABLE, LinkCreate, LinkUpdate, ListParams
-from slugline.services.analytics import AnalyticsParams
+from slugline.schemas import NOT_NULLABLE, AnalyticsParams, LinkCreate, LinkUpdate, ListParams
 
 FIELD_HELP = {
     "q": "Search: every whitespace-separated term must match (case- and accent-insensitive) somewhere in slug, "

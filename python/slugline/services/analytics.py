@@ -7,43 +7,24 @@ in the click log. The hash's salt rotates daily, so a person counts once per day
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import ColumnElement, Select, func, select
 
 from slugline.errors import Invalid
 from slugline.models import Click, ClickDaily, Link
-from slugline.qr import MAX_MARGIN, MAX_SIZE, MIN_SIZE, render_qr
-from slugline.services.links import _find, visible
+from slugline.qr import render_qr
+from slugline.schemas import AnalyticsParams, PageParams, QrParams
+from slugline.services.links import find_link, visible
+from slugline.services.paging import pagination
 from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
 from slugline.services.validation import parse
 
 TOP_LINKS = 10
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class AnalyticsParams(_Strict):
-    days: Annotated[int, Field(ge=1, le=365)] = 30
-    source: Annotated[str, Field(max_length=255)] | None = None
-
-
-class PageParams(_Strict):
-    page: Annotated[int, Field(ge=1, le=1_000_000)] = 1
-    per: Annotated[int, Field(ge=1, le=100)] = 20
-
-
-class QrParams(_Strict):
-    format: Literal["png", "svg"] = "png"
-    size: Annotated[int, Field(ge=MIN_SIZE, le=MAX_SIZE)] = 256
-    margin: Annotated[int, Field(ge=0, le=MAX_MARGIN)] = 4
-
-
 def _given(data: Any) -> Any:
-    """MCP passes every argument, unset ones as None: treat those as not given."""
+    """Arguments sent as null (query parameters left out, or MCP clients that send every key) are not given."""
     return {key: value for key, value in data.items() if value is not None} if isinstance(data, dict) else data
 
 
@@ -93,7 +74,7 @@ def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | Non
 def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:
     """One link's clicks, newest first, paginated like `GET /links` (bots included, flagged as device `bot`)."""
     with rt.db.session() as session:
-        link = _find(session, caller, link_id)
+        link = find_link(session, caller, link_id)
         params = parse(PageParams, _given(data))
         total = session.scalar(select(func.count()).select_from(Click).where(Click.link_id == link.id)) or 0
         stmt = (select(Click.clicked_at, Click.device, Click.browser, Click.os, Click.source, Click.referrer)
@@ -103,15 +84,14 @@ def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any])
     return {
         "data": [{"clicked_at": isoformat(at), "device": device, "browser": browser, "os": os, "source": source,
                   "referrer": referrer} for at, device, browser, os, source, referrer in rows],
-        "pagination": {"page": params.page, "per": params.per, "total": total,
-                       "pages": (total + params.per - 1) // params.per},
+        "pagination": pagination(params.page, params.per, total),
     }
 
 
 def qr_code(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> tuple[bytes, str]:
     """The QR image of the link's short URL with `?src=qr`, so scans count as source `qr`: (bytes, media type)."""
     with rt.db.session() as session:
-        slug = _find(session, caller, link_id).slug
+        slug = find_link(session, caller, link_id).slug
     params = parse(QrParams, _given(data))
     try:
         return render_qr(f"{caller.base_url}/{slug}?src=qr", params.format, params.size, params.margin)

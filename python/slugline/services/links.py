@@ -14,6 +14,7 @@ from slugline.models import Account, Link
 from slugline.schemas import HIDDEN_VISIBILITIES, LinkCreate, LinkUpdate, ListParams, non_null_fields
 from slugline.services import events
 from slugline.services.meta import autofill
+from slugline.services.paging import pagination
 from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
 from slugline.services.search import PUBLIC_LEVELS
 from slugline.services.sqlhelpers import id_in
@@ -92,11 +93,10 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
             column.desc().nulls_last(), Link.id.desc()]
         stmt = select(Link).where(*conds).order_by(*order).limit(params.per).offset((params.page - 1) * params.per)
         data_out = [link_dict(link, caller.base_url) for link in session.scalars(stmt)]
-    pages = (total + params.per - 1) // params.per
-    return {"data": data_out, "pagination": {"page": params.page, "per": params.per, "total": total, "pages": pages}}
+    return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
 
 
-def _find(session: Session, caller: Caller, link_id: str) -> Link:
+def find_link(session: Session, caller: Caller, link_id: str) -> Link:
     link = session.scalar(select(Link).where(Link.id == link_id, *visible(caller)))
     if link is None:
         raise NotFound(NOT_FOUND)
@@ -105,13 +105,13 @@ def _find(session: Session, caller: Caller, link_id: str) -> Link:
 
 def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     with rt.db.session() as session:
-        return link_dict(_find(session, caller, link_id), caller.base_url)
+        return link_dict(find_link(session, caller, link_id), caller.base_url)
 
 
 def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:
     try:
         with rt.db.session() as session:
-            link = _find(session, caller, link_id)
+            link = find_link(session, caller, link_id)
             old_slug = link.slug
             _guard_visibility(caller, data)
             body = parse(LinkUpdate, data)
@@ -148,7 +148,7 @@ def _apply_password(link: Link, body: LinkUpdate, sent: set[str]) -> None:
 
 def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     with rt.db.session() as session:
-        link = _find(session, caller, link_id)
+        link = find_link(session, caller, link_id)
         slug = link.slug
         session.delete(link)
         session.flush()

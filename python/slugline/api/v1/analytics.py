@@ -6,8 +6,8 @@ from fastapi import APIRouter, Query
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.responses import JSON
+from slugline.schemas import AnalyticsParams
 from slugline.services import analytics
-from slugline.services.analytics import AnalyticsParams
 
 router = APIRouter(tags=["analytics"])
 

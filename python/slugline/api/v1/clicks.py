@@ -5,8 +5,8 @@ from fastapi import APIRouter, Request
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
 from slugline.api.responses import JSON
+from slugline.schemas import PageParams
 from slugline.services import analytics
-from slugline.services.analytics import PageParams
 
 router = APIRouter(prefix="/links", tags=["links"])
 

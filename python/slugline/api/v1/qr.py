@@ -5,8 +5,8 @@ from starlette.responses import Response
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
+from slugline.schemas import QrParams
 from slugline.services import analytics
-from slugline.services.analytics import QrParams
 
 router = APIRouter(prefix="/links", tags=["links"])
 
