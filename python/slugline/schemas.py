@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from slugline import _core
 from slugline.qr import MAX_MARGIN, MAX_SIZE, MIN_SIZE
@@ -67,6 +67,15 @@ LinkPassword = Annotated[str, Field(min_length=4, max_length=128)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        """NUL cannot be stored (PostgreSQL refuses it in text), so it is refused on the way in."""
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, str) and "\x00" in item for item in items):
+            raise ValueError(f"{info.field_name} must not contain NUL characters")
+        return value
 
 
 class LinkUpdate(_Strict):

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from slugline import _core
 from slugline.errors import NotFound
 from slugline.models import Link
 from slugline.schemas import SearchParams
@@ -33,6 +34,8 @@ def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
 
 def public_link(rt: Runtime, slug: str, base_url: str) -> dict[str, Any]:
     """What anyone may know of a slug: never the note, never a password link's destination."""
+    if _core.slug_error(slug) is not None:
+        raise NotFound(NOT_FOUND)
     with rt.db.session() as session:
         link = session.scalar(select(Link).where(Link.slug == slug))
     if link is None or link.visibility == "private":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, update
@@ -21,6 +22,7 @@ from slugline.services.sqlhelpers import id_in
 from slugline.services.validation import parse
 
 NOT_FOUND = "link not found"
+LINK_ID = re.compile(r"lnk_[0-9A-Za-z]{11}")
 
 
 def link_dict(link: Link, base_url: str) -> dict[str, Any]:
@@ -97,6 +99,8 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
 
 
 def find_link(session: Session, caller: Caller, link_id: str) -> Link:
+    if not LINK_ID.fullmatch(link_id):  # not an id we could have made: no query (and no NUL sent to the database)
+        raise NotFound(NOT_FOUND)
     link = session.scalar(select(Link).where(Link.id == link_id, *visible(caller)))
     if link is None:
         raise NotFound(NOT_FOUND)

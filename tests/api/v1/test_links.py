@@ -155,3 +155,19 @@ def test_accounts_never_see_each_other(client: TestClient, alice: Account,
         assert res.status_code == 404 and res.json() == {"error": "link not found"}
     assert client.get(LINKS, headers=bob.auth()).json()["pagination"]["total"] == 0
     assert client.get(LINKS, params={"q": "alice"}, headers=bob.auth()).json()["data"] == []
+
+
+@pytest.mark.parametrize("field", ["title", "note", "slug", "destination_url", "hashtags"])
+def test_nul_characters_are_422_not_a_crash(client: TestClient, alice: Account, field: str) -> None:
+    value: Any = ["a\x00b"] if field == "hashtags" else "https://e.com/\x00" if field == "destination_url" else "a\x00b"
+    res = create(client, alice, **{field: value})
+    assert res.status_code == 422 and field in res.json()["error"]
+    listed = client.get(LINKS, params={"q": "a\x00b"}, headers=alice.auth())
+    assert listed.status_code == 422 and "q" in listed.json()["error"]
+
+
+@pytest.mark.parametrize("path", [f"{LINKS}/lnk_%00", f"{LINKS}/%00/clicks", f"{LINKS}/x%00y/qr",
+                                  "/api/v1/public/a%00b", f"{LINKS}/{'x' * 5000}"])
+def test_odd_ids_in_paths_are_404(client: TestClient, alice: Account, path: str) -> None:
+    res = client.get(path, headers=alice.auth())
+    assert res.status_code == 404 and res.json() == {"error": "link not found"}
