@@ -47,7 +47,12 @@ class Invalid(ServiceError):
 
 
 class RateLimited(ServiceError):
+    """A limit of its own (logins, anonymous /analyze); the general RateLimit-* headers come from the middleware."""
+
     status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(f"{message}: retry in {retry_after} s", {"Retry-After": str(retry_after)})
 
 
 def describe_validation(errors: Iterable[Mapping[str, Any]]) -> str:

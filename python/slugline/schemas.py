@@ -113,6 +113,11 @@ class Credentials(_Strict):
     password: Annotated[str, Field(min_length=8, max_length=1024)]
 
 
+class Login(_Strict):
+    username: Annotated[str, Field(max_length=1024)]
+    password: Annotated[str, Field(max_length=1024)]
+
+
 class KeyRequest(_Strict):
     scope: KeyScope
 

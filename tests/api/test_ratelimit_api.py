@@ -74,3 +74,12 @@ def test_forwarded_for_counts_only_behind_a_trusted_proxy(database_url: str, tru
     rt.close()
     assert first == [404, 404, 429]
     assert other == (404 if trusted else 429)
+
+
+def test_login_429_carries_one_set_of_ratelimit_headers(tight: tuple[TestClient, Runtime]) -> None:
+    tc, _ = tight
+    for _ in range(2):
+        tc.post("/api/v1/auth/login", json={"username": "nobody", "password": "whatever1"})
+    res = tc.post("/api/v1/auth/login", json={"username": "nobody", "password": "whatever1"})
+    assert res.status_code == 429 and int(res.headers["retry-after"]) >= 1
+    assert len(res.headers.get_list("ratelimit-limit")) == 1

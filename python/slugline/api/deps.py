@@ -51,9 +51,14 @@ async def get_json_body(request: Request) -> Any:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise BadRequest("the request body must be JSON sent with 'Content-Type: application/json'")
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and (len(declared) > 12 or int(declared) > MAX_BODY):
         raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    raw = bytearray()
+    async for chunk in request.stream():  # read with a cap, whatever Content-Length claimed
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

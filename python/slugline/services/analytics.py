@@ -18,18 +18,13 @@ from slugline.schemas import AnalyticsParams, PageParams, QrParams
 from slugline.services.links import find_link, visible
 from slugline.services.paging import pagination
 from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
-from slugline.services.validation import parse
+from slugline.services.validation import parse, without_nulls
 
 TOP_LINKS = 10
 
 
-def _given(data: Any) -> Any:
-    """Arguments sent as null (query parameters left out, or MCP clients that send every key) are not given."""
-    return {key: value for key, value in data.items() if value is not None} if isinstance(data, dict) else data
-
-
 def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any]) -> dict[str, Any]:
-    params = parse(AnalyticsParams, _given(data))
+    params = parse(AnalyticsParams, without_nulls(data))
     source = (params.source or "").strip().lower() or None
     last = utcnow().date()
     first = last - timedelta(days=params.days - 1)
@@ -75,7 +70,7 @@ def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any])
     """One link's clicks, newest first, paginated like `GET /links` (bots included, flagged as device `bot`)."""
     with rt.db.session() as session:
         link = find_link(session, caller, link_id)
-        params = parse(PageParams, _given(data))
+        params = parse(PageParams, without_nulls(data))
         total = session.scalar(select(func.count()).select_from(Click).where(Click.link_id == link.id)) or 0
         stmt = (select(Click.clicked_at, Click.device, Click.browser, Click.os, Click.source, Click.referrer)
                 .where(Click.link_id == link.id).order_by(Click.clicked_at.desc(), Click.id.desc())
@@ -92,7 +87,7 @@ def qr_code(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> 
     """The QR image of the link's short URL with `?src=qr`, so scans count as source `qr`: (bytes, media type)."""
     with rt.db.session() as session:
         slug = find_link(session, caller, link_id).slug
-    params = parse(QrParams, _given(data))
+    params = parse(QrParams, without_nulls(data))
     try:
         return render_qr(f"{caller.base_url}/{slug}?src=qr", params.format, params.size, params.margin)
     except ValueError as exc:  # e.g. a size too small for the code's modules

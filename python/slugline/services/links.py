@@ -19,7 +19,7 @@ from slugline.services.paging import pagination
 from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
 from slugline.services.search import PUBLIC_LEVELS
 from slugline.services.sqlhelpers import id_in
-from slugline.services.validation import parse
+from slugline.services.validation import parse, without_nulls
 
 NOT_FOUND = "link not found"
 LINK_ID = re.compile(r"lnk_[0-9A-Za-z]{11}")
@@ -55,13 +55,15 @@ def _bump(session: Session, account_id: int) -> int:
 
 def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     _guard_visibility(caller, data)
-    body = parse(LinkCreate, data)
+    body = parse(LinkCreate, without_nulls(data))
     if body.visibility == "password" and not body.password:
         raise Invalid("password is required when visibility is 'password'")
+    if body.visibility != "password" and body.password is not None:
+        raise Invalid("password can only be set on a link whose visibility is 'password'")
     fields = body.model_dump(exclude={"auto_meta", "password"}, exclude_none=True)
     if body.auto_meta:
         autofill(rt, fields)
-    password_hash = _core.hash_password(body.password) if body.visibility == "password" and body.password else None
+    password_hash = _core.hash_password(body.password) if body.password else None
     for attempt in range(3):
         now = utcnow()
         link = Link(id=_core.generate_link_id(), account_id=caller.account_id, clicks=0, created_at=now,
@@ -82,7 +84,7 @@ def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
 
 
 def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
-    params = parse(ListParams, data)
+    params = parse(ListParams, without_nulls(data))
     with rt.db.session() as session:
         conds = visible(caller)
         if params.q and params.q.strip():

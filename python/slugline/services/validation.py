@@ -18,3 +18,10 @@ def parse(model: type[M], data: Any) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise Invalid(describe_validation(exc.errors(include_url=False))) from None
+
+
+def without_nulls(data: Any) -> Any:
+    """Optional arguments sent as null (query parameters left out, MCP clients that send every key) are not given.
+
+    Not for updates, where null means "clear this field"."""
+    return {key: value for key, value in data.items() if value is not None} if isinstance(data, dict) else data

@@ -70,3 +70,20 @@ def test_json_that_is_not_an_object_is_422(client: TestClient) -> None:
     res = client.post(REGISTER, json=["username", "password"])
     assert res.status_code == 422
     assert "JSON object" in res.json()["error"]
+
+
+@pytest.mark.parametrize("body", [{"username": "ab", "password": "x"}, {"username": "ünï", "password": "short"}])
+def test_login_with_names_registration_would_refuse_is_just_wrong(client: TestClient, body: dict[str, str]) -> None:
+    res = client.post(LOGIN, json=body)
+    assert res.status_code == 401 and res.json() == {"error": "wrong username or password"}
+
+
+def test_login_still_validates_shape(client: TestClient) -> None:
+    assert client.post(LOGIN, json={"username": "someone"}).status_code == 422
+    assert client.post(LOGIN, json={"username": "someone", "password": "x", "otp": 1}).status_code == 422
+
+
+def test_oversized_body_is_413_without_reading_it_all(client: TestClient) -> None:
+    big = b'{"username": "' + b"a" * (1 << 20) + b'", "password": "long enough"}'
+    res = client.post(REGISTER, content=big, headers={"Content-Type": "application/json"})
+    assert res.status_code == 413 and "at most" in res.json()["error"]

@@ -26,5 +26,5 @@ async def login(rt: RuntimeDep, request: Request, body: JsonBody) -> JSON:
     ip = request.client.host if request.client else "unknown"
     decision = await rt.limiter.hit(f"login:{ip}:{username}", rt.settings.rate_limit_login)
     if not decision.allowed:
-        raise RateLimited(f"too many login attempts: retry in {decision.retry_after} s", decision.headers())
+        raise RateLimited("too many login attempts", decision.retry_after)
     return JSON(await run_in_threadpool(accounts.login, rt, body))

@@ -33,7 +33,7 @@ async def _anonymous_analyze_limit(rt: Runtime, request: Request) -> None:
     ip = request.client.host if request.client else "unknown"
     decision = await rt.limiter.hit(f"analyze:{ip}", rt.settings.rate_limit_analyze_anonymous)
     if not decision.allowed:
-        raise RateLimited(f"anonymous /analyze is limited: retry in {decision.retry_after} s", decision.headers())
+        raise RateLimited("anonymous /analyze is limited", decision.retry_after)
 
 
 @router.get("/analyze", dependencies=[Depends(analyze_caller)],
