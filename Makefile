@@ -39,6 +39,7 @@ bench-http: build
 lint: build
 	$(BIN)/ruff check python tests benches
 	$(BIN)/mypy
+	cd python && $(abspath $(BIN))/python -m mypy.stubtest slugline._core
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 
