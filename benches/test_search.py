@@ -70,25 +70,15 @@ def _record(benchmark: Any, op: str, query_name: str, side: str) -> None:
 
 @pytest.mark.parametrize("query_name", list(QUERIES))
 @pytest.mark.parametrize("side", ["reference", "core"])
-def test_filter(benchmark: Any, indexes: tuple[Any, Any], query_name: str, side: str) -> None:
+@pytest.mark.parametrize("op", ["filter", "search"])
+def test_query(benchmark: Any, indexes: tuple[Any, Any], op: str, query_name: str, side: str) -> None:
+    """`filter` is `GET /links?q=` (ids of every match); `search` is `GET /search` (ranked top 20 of all)."""
     index = indexes[0] if side == "core" else indexes[1]
     query = QUERIES[query_name]
-    benchmark.group = f"filter 100k: {query_name}"
+    benchmark.group = f"{op} 100k: {query_name}"
     benchmark.extra_info.update(links=LINKS, query=query)
-    rounds = 30 if side == "core" else 3
-    result = benchmark.pedantic(index.filter, args=(query, False), rounds=rounds, iterations=1, warmup_rounds=1)
-    assert result
-    _record(benchmark, "filter", query_name, side)
-
-
-@pytest.mark.parametrize("query_name", list(QUERIES))
-@pytest.mark.parametrize("side", ["reference", "core"])
-def test_search(benchmark: Any, indexes: tuple[Any, Any], query_name: str, side: str) -> None:
-    index = indexes[0] if side == "core" else indexes[1]
-    query = QUERIES[query_name]
-    benchmark.group = f"search 100k: {query_name}"
-    benchmark.extra_info.update(links=LINKS, query=query)
-    rounds = 30 if side == "core" else 3
-    total, _ = benchmark.pedantic(index.search, args=(query, 20, False), rounds=rounds, iterations=1, warmup_rounds=1)
-    assert total > 0
-    _record(benchmark, "search", query_name, side)
+    args = (query, False) if op == "filter" else (query, 20, False)
+    result = benchmark.pedantic(getattr(index, op), args=args, rounds=30 if side == "core" else 3, iterations=1,
+                                warmup_rounds=1)
+    assert result if op == "filter" else result[0] > 0
+    _record(benchmark, op, query_name, side)
