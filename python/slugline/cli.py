@@ -20,10 +20,11 @@ def _runtime():  # type: ignore[no-untyped-def]
 
 def cmd_migrate(_: argparse.Namespace) -> int:
     from slugline import migrate
+    from slugline.db import Database
 
-    rt = _runtime()
-    migrate.upgrade(rt.db.engine)
-    rt.close()
+    db = Database(get_settings())  # no secret needed to change the schema
+    migrate.upgrade(db.engine)
+    db.dispose()
     print("database is up to date")
     return 0
 
@@ -96,7 +97,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except RuntimeError as exc:  # configuration problems (e.g. no secret key for PostgreSQL): say so, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

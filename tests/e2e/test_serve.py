@@ -53,3 +53,18 @@ def test_cli_version_and_help(start_server: ServerFactory, tmp_path: object) -> 
                  ["accounts", "set-plan", "--help"]):
         res = subprocess.run([sys.executable, "-m", "slugline.cli", *args], capture_output=True, text=True)
         assert res.returncode == 0 and "usage:" in res.stdout, args
+
+
+def test_postgres_needs_a_secret_to_serve_but_not_to_migrate(pg_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "SLUGLINE_SECRET_KEY"} | {"SLUGLINE_DATABASE_URL": pg_url}
+    migrate = subprocess.run([sys.executable, "-m", "slugline.cli", "migrate"], env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert migrate.returncode == 0, migrate.stderr
+    serve = subprocess.run([sys.executable, "-m", "slugline.cli", "serve", "--port", "9"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert serve.returncode == 2 and "SLUGLINE_SECRET_KEY must be set" in serve.stderr
+    assert "Traceback" not in serve.stderr
