@@ -1,11 +1,28 @@
 //! Referrers and click sources: the host of an http(s) referrer, and the source a click is counted under.
+//!
+//! Both come from the request (query string, `Referer` header) and end up in database rows, so control
+//! characters (`char::is_control`, Unicode category Cc, NUL included) are dropped from them first: PostgreSQL
+//! refuses NUL in text, and none of them means anything in a host name or a source label.
+
+use std::borrow::Cow;
 
 const MAX_SOURCE_CHARS: usize = 64;
 
+/// `text` without its control characters; borrowed (no allocation) when it has none.
+fn without_controls(text: &str) -> Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        Cow::Owned(text.chars().filter(|c| !c.is_control()).collect())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// The host of an absolute http(s) URL: lowercased, without userinfo, port or trailing dot, with a leading
-/// `www.` or `m.` removed. `None` when absent or not such a URL.
+/// `www.` or `m.` removed; control characters anywhere in the URL are dropped first. `None` when absent or
+/// not such a URL.
 pub fn referrer_host(referrer: Option<&str>) -> Option<String> {
-    let url = referrer?.trim();
+    let cleaned = without_controls(referrer?);
+    let url = cleaned.trim();
     let scheme_end = url.find("://")?;
     if !matches!(url[..scheme_end].to_ascii_lowercase().as_str(), "http" | "https") {
         return None;
@@ -49,11 +66,10 @@ fn valid_port(after_host: &str) -> Option<()> {
     }
 }
 
-/// The source a click counts under: `utm_source` (trimmed, lowercased, at most 64 chars) if non-empty,
-/// else `qr` for QR scans, else the referrer's host, else `direct`.
+/// The source a click counts under: `utm_source` (control characters dropped, trimmed, lowercased, at most
+/// 64 chars) if non-empty, else `qr` for QR scans, else the referrer's host, else `direct`.
 pub fn classify_source(utm_source: Option<&str>, via_qr: bool, referrer: Option<&str>) -> String {
-    let utm: String = utm_source
-        .unwrap_or_default()
+    let utm: String = without_controls(utm_source.unwrap_or_default())
         .trim()
         .to_lowercase()
         .chars()
@@ -124,5 +140,34 @@ mod tests {
         );
         assert_eq!(classify_source(None, false, Some("not a url")), "direct");
         assert_eq!(classify_source(None, false, None), "direct");
+    }
+
+    #[test]
+    fn control_characters_are_dropped() {
+        assert_eq!(classify_source(Some("\0"), false, None), "direct");
+        assert_eq!(classify_source(Some("\0\u{1}\u{7f}\u{9f}"), true, None), "qr");
+        assert_eq!(
+            classify_source(Some("\0 News\u{0}Letter\t\r\n"), false, None),
+            "newsletter"
+        );
+        // 64 characters are kept after the drop, not before.
+        let padded = format!("{}{}", "\0".repeat(10), "x".repeat(100));
+        assert_eq!(classify_source(Some(&padded), false, None), "x".repeat(64));
+        assert_eq!(host("https://exa\0mple.com\u{1b}/p\0").as_deref(), Some("example.com"));
+        assert_eq!(
+            host("\0https://www.news.example\u{85}:80\u{7}/").as_deref(),
+            Some("news.example")
+        );
+        assert_eq!(host("https://\0\u{1}/"), None);
+        assert_eq!(
+            classify_source(Some("\0"), false, Some("https://a\0.example/")),
+            "a.example"
+        );
+        for text in ["\0", "a\0b", "\u{1}\u{1f}\u{7f}\u{80}\u{9f}x"] {
+            let source = classify_source(Some(text), false, Some(&format!("https://{text}.example/")));
+            assert!(!source.chars().any(char::is_control), "{source:?}");
+            let found = host(&format!("https://{text}.example/")).unwrap_or_default();
+            assert!(!found.chars().any(char::is_control), "{found:?}");
+        }
     }
 }

@@ -193,10 +193,15 @@ def _valid_port(after_host: str) -> bool:
                                 and (after_host[1:] == "" or after_host[1:].isdigit()))
 
 
+def without_controls(text: str) -> str:
+    """`text` without control characters (category Cc, as Rust's `char::is_control`)."""
+    return "".join(c for c in text if unicodedata.category(c) != "Cc")
+
+
 def referrer_host(referrer: str | None) -> str | None:
     if referrer is None:
         return None
-    url = referrer.strip(WHITESPACE)
+    url = without_controls(referrer).strip(WHITESPACE)
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in ("http", "https") or not scheme.isascii():
         return None
@@ -222,7 +227,7 @@ def referrer_host(referrer: str | None) -> str | None:
 
 
 def classify_source(utm_source: str | None, via_qr: bool, referrer: str | None) -> str:
-    utm = (utm_source or "").strip(WHITESPACE).lower()[:64]
+    utm = without_controls(utm_source or "").strip(WHITESPACE).lower()[:64]
     if utm:
         return utm
     if via_qr:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
 from slugline import fetcher
 from slugline.fetcher import PageMeta, UnsafeURLError, fetch_metadata
@@ -131,6 +132,9 @@ async def test_non_public_addresses_are_refused(url: str) -> None:
         ("http://example.com:99999/", "invalid host or port"),
         ("http:///path", "absolute http"),
         ("http://example.com/" + "a" * 2048, "2048"),
+        ("http://[abc/", "not a valid URL"),
+        ("http://[::1/", "not a valid URL"),
+        ("https://[x]/", "not a valid URL"),
     ],
 )
 @pytest.mark.anyio
@@ -357,3 +361,47 @@ async def test_garbage_response_is_unreachable(server: Server) -> None:
     server.routes["/"] = garbage
     meta = await fetch_metadata(server.url("/"), allow_networks=LOOPBACK)
     assert not meta.reachable and meta.fetch_error and meta.fetch_error.startswith("invalid HTTP response")
+
+
+def test_analyze_refuses_an_unparseable_url_with_422(client: TestClient) -> None:
+    for url in ("http://[abc/", "https://[::1/page"):
+        res = client.get("/api/v1/analyze", params={"url": url})
+        assert res.status_code == 422, res.text
+        assert "not a valid URL" in res.text
+
+
+@pytest.mark.anyio
+async def test_unparseable_links_in_the_page_are_skipped(server: Server) -> None:
+    page = b"""<html><head><title>Broken links</title>
+<meta property="og:image" content="http://[x/"><link rel="icon" href="//[::1/fav.ico"></head></html>"""
+    server.routes["/"] = respond(200, page, content_type="text/html; charset=utf-8")
+    meta = await fetch_metadata(server.url("/"), allow_networks=LOOPBACK)
+    assert (meta.reachable, meta.title, meta.image, meta.favicon) == (True, "Broken links", None, None)
+
+
+@pytest.mark.parametrize("charset", ["idna", "undefined", "punycode", "rot13", "hex", "base64", "zlib", "no-such"])
+@pytest.mark.anyio
+async def test_non_text_or_failing_charsets_fall_back_to_utf8(server: Server, charset: str) -> None:
+    body = "<html><head><title>Caf\u00e9 \u2603</title></head><body>\xff\xfe</body></html>".encode()
+    server.routes["/header"] = respond(200, body + b"\xff", content_type=f"text/html; charset={charset}")
+    server.routes["/meta"] = respond(200, f'<meta charset="{charset}">'.encode() + body, content_type="text/html")
+    for path in ("/header", "/meta"):
+        meta = await fetch_metadata(server.url(path), allow_networks=LOOPBACK)
+        assert (meta.reachable, meta.title, meta.fetch_error) == (True, "Caf\u00e9 \u2603", None), path
+
+
+@pytest.mark.anyio
+async def test_text_charsets_are_still_honoured(server: Server) -> None:
+    body = "<html><head><title>\u041f\u0440\u0438\u0432\u0435\u0442</title></head></html>"
+    server.routes["/"] = respond(200, body.encode("koi8-r"), content_type="text/html; charset=KOI8-R")
+    meta = await fetch_metadata(server.url("/"), allow_networks=LOOPBACK)
+    assert meta.title == "\u041f\u0440\u0438\u0432\u0435\u0442"
+
+
+@pytest.mark.parametrize("location", ["http://[x/", "//[::1/elsewhere", "https://[2001:db8::1/"])
+@pytest.mark.anyio
+async def test_unparseable_redirect_location_is_a_fetch_error(server: Server, location: str) -> None:
+    server.routes["/go"] = respond(302, location=location)
+    meta = await fetch_metadata(server.url("/go"), allow_networks=LOOPBACK)
+    assert (meta.reachable, meta.status, meta.fetch_error) == (False, 302, "invalid redirect location")
+    assert meta.redirects == [] and [path for path, _ in server.seen] == ["/go"]

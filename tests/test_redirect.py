@@ -1,11 +1,17 @@
-"""The redirect layer's pure helpers: query merging, Location encoding, Accept negotiation."""
+"""The redirect layer: query merging, Location encoding, Accept negotiation, and errors on the slug path."""
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+import json
+import logging
+from typing import Any
 
-from slugline.linkcache import ascii_url
-from slugline.redirect import merge_query, prefers_json
+import pytest
+from starlette.testclient import TestClient
+
+from slugline.linkcache import LinkCache, ascii_url
+from slugline.redirect import RedirectLayer, merge_query, prefers_json
 
 
 @pytest.mark.parametrize(("destination", "query", "location", "utm", "qr"), [
@@ -25,10 +31,138 @@ def test_ascii_url_encodes_unicode_hosts_and_paths() -> None:
     assert ascii_url("https://a.example/a%20b?c=d&e") == "https://a.example/a%20b?c=d&e"
 
 
+BROWSER = b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+
+
 @pytest.mark.parametrize(("accept", "json"), [
-    (b"", False), (b"*/*", False), (b"application/json", True), (b"text/html,application/xhtml+xml,*/*;q=0.8", False),
-    (b"application/json, text/html", True), (b"text/html, application/json", False),
-    (b"text/html;q=0.5, application/json", True), (b"application/problem+json", True), (b"application/json;q=0", False),
+    (b"", True), (b"*/*", True), (b"application/json", True), (BROWSER, False), (b"text/html", False),
+    (b"application/xhtml+xml", False), (b"text/html,application/xhtml+xml,*/*;q=0.8", False),
+    (b"application/json, text/html", True), (b"text/html, application/json", True),  # ties go to JSON
+    (b"text/html;q=0.5, application/json", True), (b"application/problem+json", True),
+    (b"application/json;q=0", True), (b"text/html;q=0", True), (b"text/*", True), (b"text/html, */*", True),
+    (b"text/html, application/*", True), (b"text/html, application/*;q=0.5", False),
+    (b"text/html;q=0.9, */*;q=0.8", False), (b"text/html;q=0.8, */*;q=0.8", True),
+    # The most specific range decides JSON's q: refusing application/json outright beats `*/*`.
+    (b"text/html;q=0.9, application/json;q=0, */*", False),
+    (b"TEXT/HTML; Q=0.9 ; level=1, application/json; q=0.85", False),
+    # Malformed q values: the entry is ignored (never a crash, never a guess).
+    (b"text/html;q=\xb2", True), (b"text/html;q=\xb9", True), (b"text/html;q=1.5", True),
+    (b"text/html;q=0.1234", True), (b"text/html;q=.5", True), (b"text/html;q=", True), (b"text/html;q=nan", True),
+    (b"text/html;q=1e0", True), (b"text/html;q=\xb2, application/json;q=0.1", True),
+    (b"text/html;q=0.5, application/json;q=\xb2", False), (b"text/html;q=1.000", False),
+    (b"text/html;q=1., */*;q=0.999", False), (b",;,;=,q=", True),
 ])
 def test_prefers_json(accept: bytes, json: bool) -> None:
     assert prefers_json(accept) is json
+
+
+def test_ascii_url_keeps_ipv6_brackets() -> None:
+    assert ascii_url("http://[::1]:8080/\xe9") == "http://[::1]:8080/%C3%A9"
+    assert ascii_url("http://[2001:db8::1]/caf\xe9?q=\xfc") == "http://[2001:db8::1]/caf%C3%A9?q=%C3%BC"
+    assert ascii_url("https://[::1]/\u2603") == "https://[::1]/%E2%98%83"
+    assert merge_query("http://[::1]:8080/\xe9", b"x=1")[0] == b"http://[::1]:8080/%C3%A9?x=1"
+
+
+# ---- through the real app -------------------------------------------------------------------------
+
+
+def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[bytes, bytes],
+                                                                                    bytes]:
+    """GET through the app the client runs, with header bytes exactly as given: the test client re-encodes
+    header values as UTF-8, while a real server passes a client's raw bytes (say, a latin-1 "²") through."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": headers,
+             "client": ("127.0.0.1", 50000), "server": ("sl.test", 80)}
+    app: Any = client.app
+    assert client.portal is not None  # the client runs the app's lifespan (used as a context manager)
+    client.portal.call(app, scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], dict(start["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+
+@pytest.mark.parametrize(("accept", "kind"), [
+    (None, "json"),
+    (b"*/*", "json"),
+    (BROWSER, "html"),
+    (b"text/html;q=\xb2", "json"),
+    (b"text/html;q=\xb2, application/json;q=0.5", "json"),
+    (b"application/json;q=\xb9, text/html;q=0.5", "html"),
+    (b"text/html;q=" + b"9" * 5000, "json"),
+    (b"text/html;q=\xc2\xb2", "json"),
+])
+def test_404_negotiation_never_crashes(client: TestClient, accept: bytes | None, kind: str) -> None:
+    status, headers, body = raw_get(client, "/no-such-slug", [(b"accept", accept)] if accept is not None else [])
+    assert status == 404
+    if kind == "json":
+        assert headers[b"content-type"] == b"application/json" and json.loads(body) == {"error": "link not found"}
+    else:
+        assert headers[b"content-type"].startswith(b"text/html") and b"Link not found" in body
+
+
+def test_404_through_the_test_client(client: TestClient) -> None:
+    assert client.get("/no-such-slug").json() == {"error": "link not found"}  # httpx sends */*
+    page = client.get("/no-such-slug", headers={"accept": BROWSER.decode()})
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+
+
+def test_unexpected_error_on_a_slug_is_a_json_500(client: TestClient, monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    def broken(self: LinkCache, slug: str) -> None:
+        raise RuntimeError("cache on fire")
+
+    monkeypatch.setattr(LinkCache, "peek", broken)
+    with caplog.at_level(logging.ERROR, logger="slugline.redirect"):
+        res = client.get("/some-slug")
+        head = client.head("/some-slug")
+    assert res.status_code == 500 and res.json() == {"error": "internal server error"}
+    assert res.headers["cache-control"] == "private, no-store"
+    assert head.status_code == 500 and head.content == b""
+    assert "cache on fire" in caplog.text and "/some-slug" in caplog.text
+    monkeypatch.undo()
+    assert client.get("/api/v1/health").status_code == 200  # the app is fine, and so is the next slug
+    assert client.get("/some-slug").status_code == 404
+
+
+class _Broken:
+    """A Redirects stand-in that fails before, or after, starting its response."""
+
+    def __init__(self, started: bool) -> None:
+        self.started = started
+
+    async def serve(self, slug: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.started:
+            await send({"type": "http.response.start", "status": 302, "headers": []})
+        raise RuntimeError("late failure" if self.started else "early failure")
+
+
+@pytest.mark.parametrize("started", [False, True])
+def test_redirect_layer_answers_500_only_if_nothing_was_sent(started: bool, caplog: pytest.LogCaptureFixture) -> None:
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the slug must not reach the app")
+
+    layer = RedirectLayer(inner)
+    layer._redirects = _Broken(started)  # type: ignore[assignment]
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b""}
+
+    scope = {"type": "http", "method": "GET", "path": "/abc", "query_string": b"", "headers": []}
+    with caplog.at_level(logging.ERROR, logger="slugline.redirect"):
+        asyncio.run(layer(scope, receive, send))
+    starts = [m for m in sent if m["type"] == "http.response.start"]
+    assert len(starts) == 1 and starts[0]["status"] == (302 if started else 500)
+    if not started:
+        assert sent[-1] == {"type": "http.response.body", "body": b'{"error":"internal server error"}'}
+    assert ("late failure" if started else "early failure") in caplog.text

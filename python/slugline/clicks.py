@@ -3,9 +3,12 @@
 A batch goes out every `click_flush_seconds` (≤ 1 s) or as soon as `click_flush_max` (≤ 1000) clicks wait.
 The Rust `ClickBatch` classifies it (device, browser, os, source, visitor hash) and rolls it up; one
 transaction then adds the click rows, bumps each link's counter (bots excluded) and upserts `click_daily`.
-A failed write keeps the clicks for the next round; shutdown (the lifespan ending, e.g. on SIGTERM) flushes
-whatever is left. The client IP is the ASGI `client` address: behind a proxy, run Granian with its
-forwarded-headers support so that is the visitor's address. The IP only feeds the visitor hash.
+A failed write keeps the clicks for the next round. A batch that fails `MAX_BATCH_FAILURES` times in a row is
+written one click at a time instead: clicks the database still refuses while it answers are dropped (and counted
+in the log), so one bad row cannot hold back every click after it; while the database is unreachable nothing is
+dropped. Shutdown (the lifespan ending, e.g. on SIGTERM) flushes whatever is left. The client IP is the ASGI
+`client` address: behind a proxy, run Granian with its forwarded-headers support so that is the visitor's
+address. The IP only feeds the visitor hash.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from slugline import _core
-from slugline.clickstore import SaltBook, write_batch
+from slugline.clickstore import SaltBook, reachable, write_batch
 from slugline.services.runtime import Runtime
 
 log = logging.getLogger("slugline.clicks")
@@ -24,6 +27,7 @@ log = logging.getLogger("slugline.clicks")
 # link id, unix time, user agent, referrer, utm_source, via QR, client IP
 RawClick = tuple[str, float, bytes, bytes, str | None, bool, str]
 MAX_PENDING = 1_000_000  # while the database is unreachable; beyond this the oldest clicks are dropped
+MAX_BATCH_FAILURES = 3  # then the batch at the head goes one click at a time
 
 
 class ClickRecorder:
@@ -36,6 +40,7 @@ class ClickRecorder:
         self._lock = asyncio.Lock()
         self._salts = SaltBook()
         self._closing = False
+        self._failures = 0  # consecutive failed writes of the batch at the head of `_pending`
 
     def record(self, click: RawClick) -> None:
         """Called on the event loop by the redirect; never blocks, never touches the database."""
@@ -65,12 +70,50 @@ class ClickRecorder:
                 batch, self._pending = self._pending[: self._max], self._pending[self._max :]
                 try:
                     written += await asyncio.to_thread(self._write, batch)
+                    self._failures = 0
+                    continue
                 except Exception:
-                    log.exception("writing %d clicks failed; keeping them for the next flush", len(batch))
-                    self._pending[:0] = batch
-                    del self._pending[:-MAX_PENDING]
+                    self._failures += 1
+                    if self._failures < MAX_BATCH_FAILURES:
+                        log.exception("writing %d clicks failed; keeping them for the next flush", len(batch))
+                        self._keep(batch)
+                        break
+                    log.exception("writing %d clicks failed %d times in a row; writing them one at a time",
+                                  len(batch), self._failures)
+                done, kept = await asyncio.to_thread(self._write_each, batch)
+                written += done
+                if kept:  # the database stopped answering: the rest waits, nothing more is dropped
+                    self._keep(kept)
                     break
+                self._failures = 0
         return written
+
+    def _keep(self, clicks: list[RawClick]) -> None:
+        self._pending[:0] = clicks
+        del self._pending[:-MAX_PENDING]
+
+    def _write_each(self, raw: list[RawClick]) -> tuple[int, list[RawClick]]:
+        """Write click by click; drop those refused while the database answers. Returns the number written and
+        the clicks still to write (from the first failure on) when the database did not answer."""
+        written = dropped = 0
+        for index, click in enumerate(raw):
+            try:
+                written += self._write([click])
+            except Exception as exc:
+                if not reachable(self._rt.db):
+                    log.warning("the database is unreachable; keeping %d clicks for the next flush", len(raw) - index)
+                    self._log_dropped(dropped, len(raw))
+                    return written, raw[index:]
+                dropped += 1
+                if dropped == 1:
+                    log.warning("the database refused a click (%s: %s)", type(exc).__name__, str(exc).split("\n")[0])
+        self._log_dropped(dropped, len(raw))
+        return written, []
+
+    @staticmethod
+    def _log_dropped(dropped: int, total: int) -> None:
+        if dropped:
+            log.error("dropped %d of %d clicks that the database refused even one at a time", dropped, total)
 
     def _write(self, raw: list[RawClick]) -> int:
         salts = self._salts.get(self._rt.db, {int(click[1] // 86400) for click in raw})

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, delete, select, update
+from sqlalchemy import Connection, Table, bindparam, delete, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from slugline import _core
@@ -71,6 +71,16 @@ def _salt(conn: Connection, epoch_day: int) -> bytes:
     conn.execute(delete(salts).where(salts.c.day < when - timedelta(days=1)))
     salt: bytes = conn.execute(select(salts.c.salt).where(salts.c.day == when)).scalar_one()
     return salt
+
+
+def reachable(db: Database) -> bool:
+    """Whether the database answers at all: tells a refused row from an outage."""
+    try:
+        with db.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception:
+        return False
+    return True
 
 
 def write_batch(db: Database, batch: _core.ClickBatch) -> int:

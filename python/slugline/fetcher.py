@@ -7,6 +7,7 @@ Every hop is resolved once, every address checked, and the connection goes to a 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import ipaddress
 import re
 import socket
@@ -107,7 +108,10 @@ def _parse_url(url: str) -> _Target:
         raise UnsafeURLError("url must be at most 2048 characters")
     if any(c.isspace() or not c.isprintable() for c in url):
         raise UnsafeURLError("url must not contain whitespace or control characters")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: "http://[abc/"
+        raise UnsafeURLError("url is not a valid URL") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.netloc:
         raise UnsafeURLError("url must be an absolute http(s) URL")
@@ -193,8 +197,15 @@ def _text(value: str | None, limit: int) -> str | None:
 
 
 def _link(base: str, value: str | None) -> str | None:
-    url = urljoin(base, value.strip()) if value and value.strip() else None
-    return url if url and urlsplit(url).scheme in ("http", "https") and len(url) <= 2048 else None
+    """`value` (page content) resolved against `base`; None unless it is a plausible http(s) URL."""
+    if not value or not value.strip():
+        return None
+    try:
+        url = urljoin(base, value.strip())
+        scheme = urlsplit(url).scheme
+    except ValueError:  # e.g. "http://[x/": whatever the page says, it is not a URL
+        return None
+    return url if scheme in ("http", "https") and len(url) <= 2048 else None
 
 
 def _decode(body: bytes, content_type: str) -> str:
@@ -202,9 +213,13 @@ def _decode(body: bytes, content_type: str) -> str:
     sniffed = _CHARSET.search(body[:4096])
     name = found.group(1) if found else sniffed.group(1).decode("ascii") if sniffed else "utf-8"
     try:
-        return body.decode(name, errors="replace")
-    except LookupError:
-        return body.decode("utf-8", errors="replace")
+        # Only text encodings ("hex", "rot13", "zlib" are codecs too); some of those ("idna", "undefined",
+        # "punycode") still refuse to decode arbitrary bytes with errors="replace": UnicodeError, a ValueError.
+        if getattr(codecs.lookup(name), "_is_text_encoding", False):
+            return body.decode(name, errors="replace")
+    except (LookupError, ValueError):
+        pass
+    return body.decode("utf-8", errors="replace")
 
 
 def _apply_html(meta: PageMeta, body: bytes, content_type: str, base: str) -> None:
@@ -264,7 +279,12 @@ async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
             meta.fetch_error = f"too many redirects (more than {opts.max_redirects})"
             return
         try:
-            target = _parse_url(urljoin(target.url, location))
+            next_url = urljoin(target.url, location)
+        except ValueError:
+            meta.fetch_error = "invalid redirect location"
+            return
+        try:
+            target = _parse_url(next_url)
             addrs = await _checked_addresses(target, opts.allow_networks)
         except UnsafeURLError as exc:
             raise UnsafeURLError(f"url redirects to a refused location: {exc}") from None

@@ -45,10 +45,13 @@ def ascii_url(url: str) -> str:
     if not url.isascii():
         parts = urlsplit(url)
         host = parts.hostname or ""
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            host = quote(host, safe="")
+        if ":" in host:  # an IPv6 literal: ASCII already, and it keeps its brackets
+            host = f"[{quote(host, safe=':.%')}]"
+        else:
+            try:
+                host = host.encode("idna").decode("ascii")
+            except UnicodeError:
+                host = quote(host, safe="")
         netloc = host if parts.port is None else f"{host}:{parts.port}"
         url = urlunsplit(parts._replace(netloc=netloc))
     return quote(url, safe=URL_SAFE)

@@ -8,6 +8,7 @@ A `HEAD` is answered like a `GET` but records no click: nobody is taken to the d
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import Any
@@ -30,6 +31,9 @@ NOT_FOUND_HTML = (b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"
                   b"<body><main><h1>Link not found</h1><p>This short link does not exist or is no longer available."
                   b"</p></main></body></html>\n")
 NOT_FOUND_JSON = b'{"error":"link not found"}'
+INTERNAL_ERROR_JSON = b'{"error":"internal server error"}'
+
+log = logging.getLogger("slugline.redirect")
 
 Scope = dict[str, Any]
 Header = tuple[bytes, bytes]
@@ -46,10 +50,26 @@ class RedirectLayer:
         if scope["type"] == "http" and scope["method"] in ANSWERED:
             found = SLUG_PATH.fullmatch(scope["path"])
             if found is not None and found[1].lower() not in _core.RESERVED_SLUGS:
-                redirects = self._redirects or self._start()
-                await redirects.serve(found[1], scope, receive, send)
+                await self._answer(found[1], scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    async def _answer(self, slug: str, scope: Scope, receive: Any, send: Any) -> None:
+        """Serve the slug; anything unexpected is logged and answered 500 (FastAPI's handlers are not in play)."""
+        started = False
+
+        async def tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            redirects = self._redirects or self._start()
+            await redirects.serve(slug, scope, receive, tracked)
+        except Exception:
+            log.exception("answering /%s failed", slug)
+            if not started:  # once a response has begun there is nothing more to send
+                await respond(scope, send, 500, INTERNAL_ERROR_JSON, b"application/json", NO_STORE)
 
     def _start(self) -> Redirects:
         state = self.app.state
@@ -142,21 +162,37 @@ def merge_query(destination: str, query: bytes) -> tuple[bytes, str | None, bool
 
 
 def prefers_json(accept: bytes) -> bool:
-    """True when the Accept header ranks a JSON type above HTML (ties go to whichever is listed first)."""
-    best: tuple[float, int, bool] = (0.0, 0, False)
-    for position, item in enumerate(accept.decode("latin-1").lower().split(",")):
+    """False only when the Accept header explicitly ranks HTML (text/html, application/xhtml+xml) strictly above
+    JSON. JSON is accepted at the q of the most specific range that covers it: a JSON type (application/json,
+    `+json`), else `application/*`, else `*/*`. No header, ties and malformed headers all mean JSON."""
+    html = 0.0
+    json: tuple[int, float] = (-1, 0.0)  # (specificity, highest q at that specificity)
+    for item in accept.decode("latin-1").lower().split(","):
         media, *params = (part.strip() for part in item.split(";"))
-        is_json = media == "application/json" or media.endswith("+json")
-        if not is_json and media not in ("text/html", "application/xhtml+xml"):
+        q = _quality(params)
+        if q is None:
             continue
-        q = next((float(p[2:]) for p in params if p.startswith("q=") and _is_number(p[2:])), 1.0)
-        if (q, -position) > best[:2]:
-            best = (q, -position, is_json)
-    return best[2]
+        if media in ("text/html", "application/xhtml+xml"):
+            html = max(html, q)
+            continue
+        level = _JSON_RANGES.get(media, 2 if media.startswith("application/") and media.endswith("+json") else -1)
+        if level >= 0 and (level, q) > json:
+            json = (level, q)
+    return not html > json[1]
 
 
-def _is_number(text: str) -> bool:
-    return text.replace(".", "", 1).isdigit()
+_JSON_RANGES = {"*/*": 0, "application/*": 1, "application/json": 2}
+_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
+def _quality(params: list[str]) -> float | None:
+    """The entry's q (1.0 when absent); None when it is not a valid qvalue, so the entry is ignored."""
+    for param in params:
+        name, sep, value = param.partition("=")
+        if sep and name.strip() == "q":
+            value = value.strip()
+            return float(value) if value.isascii() and _QVALUE.fullmatch(value) else None
+    return 1.0
 
 
 async def not_found(scope: Scope, send: Any) -> None:

@@ -76,9 +76,11 @@ class Unlocker:
             part = part.strip()
             if not part.startswith(prefix):
                 continue
-            expires, _, signature = part[len(prefix) :].decode("latin-1").partition(".")
-            fresh = expires.isdigit() and int(expires) > time.time()
-            if fresh and hmac.compare_digest(signature, self._signature(entry, int(expires))):
+            expires, _, signature = part[len(prefix) :].partition(b".")
+            # isdigit() alone takes "²" and any length; only a plain ASCII number can be an expiry we signed.
+            if not (expires.isascii() and expires.isdigit() and len(expires) <= 12) or int(expires) <= time.time():
+                continue
+            if hmac.compare_digest(signature, self._signature(entry, int(expires)).encode("ascii")):
                 return True
         return False
 

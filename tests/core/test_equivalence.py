@@ -139,6 +139,25 @@ def test_referrers_and_sources_match_reference() -> None:
                 assert _core.classify_source(utm, via_qr, referrer) == expected, (utm, via_qr, referrer)
 
 
+CONTROLLED = ["\x00", "a\x00b", " \x00 News\x1bLetter\x7f ", "\x85\x9f", "\x00" * 10 + "y" * 80]
+CONTROLLED_REFERRERS = ["https://exa\x00mple.com/p\x00", "\x00https://www.news.example\x85:80\x07/",
+                        "https://\x00\x01/", "http\x00s://x.example/", "https://[::1\x00]:8\x000/"]
+
+
+def test_control_characters_are_dropped_like_the_reference() -> None:
+    for referrer in [None, *CONTROLLED_REFERRERS]:
+        host = _core.referrer_host(referrer)
+        assert host == reference.referrer_host(referrer), referrer
+        assert host is None or host.isprintable(), referrer
+        for utm in [None, *CONTROLLED]:
+            source = _core.classify_source(utm, False, referrer)
+            assert source == reference.classify_source(utm, False, referrer), (utm, referrer)
+            assert source.isprintable() and "\x00" not in source, (utm, referrer)
+    assert _core.classify_source("\x00", False, None) == "direct"
+    assert _core.classify_source(" \x00 News\x1bLetter\x7f ", False, None) == "newsletter"
+    assert _core.referrer_host("https://exa\x00mple.com/") == "example.com"
+
+
 def test_click_batch_matches_reference() -> None:
     rng = random.Random(4)
     core, ref = _core.ClickBatch(), reference.ClickBatch()

@@ -159,3 +159,29 @@ def test_changed_or_deleted_link_stops_redirecting_within_a_second(start_server:
         with httpx.Client(base_url=server.url) as fresh:
             assert fresh.get("/other").status_code == 302
         clicks_of(http, other["id"], 1)
+
+
+def test_hostile_bytes_never_break_a_redirect_or_the_clicks(start_server: ServerFactory, database_url: str) -> None:
+    """Raw header bytes (a real server passes them through as sent) and control characters in utm_source."""
+    server = start_server(database_url)
+    keys = make_account(server, "hostile")
+    with api(server, keys.full) as http, httpx.Client(base_url=server.url) as client:
+        link = http.post("/links", json={"destination_url": "https://example.org/ok", "slug": "ok"}).json()
+        vault = http.post("/links", json={"destination_url": "https://example.org/v", "slug": "vault",
+                                          "visibility": "password", "password": "open sesame"}).json()
+        for accept in (b"text/html;q=\xb2", b"text/html;q=" + b"9" * 5000, b"*/*", b""):
+            res = client.get("/missing", headers={b"Accept": accept})
+            assert res.status_code == 404 and res.json() == {"error": "link not found"}, accept
+        browser = client.get("/missing", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+        assert browser.status_code == 404 and browser.headers["content-type"].startswith("text/html")
+
+        for value in (b"\xb2.abc", b"9" * 5000 + b".abc", b"%d.\xe9\xe9" % (time.time() + 3600)):
+            res = client.get("/vault", headers={b"Cookie": f"slu_{vault['id']}=".encode() + value})
+            assert res.status_code == 200 and "password-protected" in res.text, value
+
+        for query in ("?utm_source=%00", "?utm_source=%00News%01letter", ""):
+            assert client.get(f"/ok{query}", headers={"User-Agent": CHROME}).status_code == 302
+        rows = clicks_of(http, link["id"], 3)
+        assert Counter(r["source"] for r in rows) == Counter({"direct": 2, "newsletter": 1})
+        assert client.get("/ok", headers={"User-Agent": CHROME}).status_code == 302  # later clicks still land
+        clicks_of(http, link["id"], 4)

@@ -58,7 +58,7 @@ def test_head_json_404_and_pass_through(start_server: ServerFactory) -> None:
         assert head.headers["x-robots-tag"] == "noindex" and head.content == b""
 
         for slug in ("nope", "p"):  # unknown and private look the same
-            page = client.get(f"/{slug}")
+            page = client.get(f"/{slug}", headers={"Accept": "text/html"})  # HTML only when asked for above JSON
             assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
             data = client.get(f"/{slug}", headers={"Accept": "application/json"})
             assert data.status_code == 404 and data.json() == {"error": "link not found"}

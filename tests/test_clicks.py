@@ -1,0 +1,126 @@
+"""Click recording against a real store (SQLite file, PostgreSQL schema): control characters never reach a row,
+and a batch the database keeps refusing cannot hold back the clicks after it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from starlette.testclient import TestClient
+
+from slugline.clicks import MAX_BATCH_FAILURES, ClickRecorder, RawClick
+from slugline.services.runtime import Runtime
+from tests.conftest import Account
+
+CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+          "Chrome/124.0.0.0 Safari/537.36")
+
+
+def make_link(client: TestClient, who: Account, slug: str) -> str:
+    res = client.post("/api/v1/links", headers=who.auth(),
+                      json={"destination_url": "https://example.org/", "slug": slug})
+    assert res.status_code == 201, res.text
+    link_id: str = res.json()["id"]
+    return link_id
+
+
+def stored(rt: Runtime, link_id: str) -> list[tuple[str, str | None]]:
+    with rt.db.engine.connect() as conn:
+        rows = conn.execute(text("SELECT source, referrer FROM clicks WHERE link_id = :id ORDER BY id"),
+                            {"id": link_id})
+        return [(source, referrer) for source, referrer in rows]
+
+
+def counter(rt: Runtime, link_id: str) -> int:
+    with rt.db.engine.connect() as conn:
+        clicks: int = conn.execute(text("SELECT clicks FROM links WHERE id = :id"), {"id": link_id}).scalar_one()
+        return clicks
+
+
+def test_control_characters_in_utm_source_and_referrer_are_dropped(client: TestClient, alice: Account,
+                                                                   runtime: Runtime) -> None:
+    link_id = make_link(client, alice, "ctl")
+    visits = [("?utm_source=%00", None), ("?utm_source=%00News%01Letter%7F", None),
+              ("?utm_source=%C2%85%00", "https://exa\x00mple.com/p\x00"), ("", "https://\x00\x01/")]
+    for query, referrer in visits:
+        headers = {b"user-agent": CHROME.encode(), **({b"referer": referrer.encode("latin-1")} if referrer else {})}
+        res = client.get(f"/ctl{query}", headers=headers, follow_redirects=False)
+        assert res.status_code == 302
+    end = time.monotonic() + 10
+    while len(stored(runtime, link_id)) < len(visits):
+        assert time.monotonic() < end, "the clicks were never written"
+        time.sleep(0.05)
+    assert sorted(stored(runtime, link_id), key=str) == sorted(
+        [("direct", None), ("newsletter", None), ("example.com", "example.com"), ("direct", None)], key=str)
+    stats = client.get("/api/v1/analytics", params={"days": 1}, headers=alice.auth()).json()
+    assert {s["source"]: s["clicks"] for s in stats["sources"]} == {"direct": 2, "newsletter": 1, "example.com": 1}
+
+
+def refuse_source(rt: Runtime, source: str) -> None:
+    """Make the database itself refuse click rows with this source."""
+    with rt.db.engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.execute(text(f"CREATE TRIGGER refuse_source BEFORE INSERT ON clicks WHEN NEW.source = '{source}' "
+                              "BEGIN SELECT RAISE(ABORT, 'source refused'); END"))
+        else:
+            conn.execute(text(f"ALTER TABLE clicks ADD CONSTRAINT refuse_source CHECK (source <> '{source}')"))
+
+
+def click(link_id: str, utm: str | None = None) -> RawClick:
+    return (link_id, time.time(), CHROME.encode(), b"", utm, False, "198.51.100.7")
+
+
+def test_a_refused_batch_falls_back_to_row_by_row(client: TestClient, alice: Account, runtime: Runtime,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    first, second = make_link(client, alice, "first"), make_link(client, alice, "second")
+    refuse_source(runtime, "poison")
+
+    async def scenario() -> list[int]:
+        recorder = ClickRecorder(runtime)
+        for utm in ("a", "poison", "b", None):
+            recorder.record(click(first, utm))
+        written = []
+        for _ in range(MAX_BATCH_FAILURES):  # the batch fails whole, then its rows go one at a time
+            written.append(await recorder.flush())
+        assert len(recorder) == 0
+        recorder.record(click(second, "later"))
+        written.append(await recorder.flush())  # later clicks are not held back
+        return written
+
+    with caplog.at_level(logging.INFO, logger="slugline.clicks"):
+        written = asyncio.run(scenario())
+    assert written == [0] * (MAX_BATCH_FAILURES - 1) + [3, 1]
+    assert [source for source, _ in stored(runtime, first)] == ["a", "b", "direct"]
+    assert stored(runtime, second) == [("later", None)]
+    assert (counter(runtime, first), counter(runtime, second)) == (3, 1)  # the dropped click is not counted
+    assert "dropped 1 of 4 clicks" in caplog.text
+
+
+def test_an_unreachable_database_drops_nothing(client: TestClient, alice: Account, runtime: Runtime,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    link_id = make_link(client, alice, "outage")
+    real_connect, real_begin = runtime.db.engine.connect, runtime.db.engine.begin
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("database is down")
+
+    async def scenario() -> list[int]:
+        recorder = ClickRecorder(runtime)
+        recorder._salts.get(runtime.db, {int(time.time() // 86400)})  # today's salt, before the outage
+        for utm in ("x", "y"):
+            recorder.record(click(link_id, utm))
+        monkeypatch.setattr(runtime.db.engine, "connect", down)
+        monkeypatch.setattr(runtime.db.engine, "begin", down)
+        written = [await recorder.flush() for _ in range(MAX_BATCH_FAILURES + 2)]
+        assert len(recorder) == 2  # kept through the outage, even past the row-by-row fallback
+        monkeypatch.setattr(runtime.db.engine, "connect", real_connect)
+        monkeypatch.setattr(runtime.db.engine, "begin", real_begin)
+        written.append(await recorder.flush())
+        return written
+
+    assert asyncio.run(scenario()) == [0] * (MAX_BATCH_FAILURES + 2) + [2]
+    assert [source for source, _ in stored(runtime, link_id)] == ["x", "y"]
