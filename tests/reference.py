@@ -121,7 +121,7 @@ class SearchIndex:
             terms.extend(p for p in parts if p not in terms)
         if not terms:
             return 0, []
-        hits = []
+        hits: list[tuple[str, float, dict[str, str]]] = []
         for link in self._visible(public_only):
             total = 0.0
             for text, is_tag in terms:
