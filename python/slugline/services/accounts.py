@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -18,8 +19,11 @@ from slugline.services.validation import parse
 from slugline.settings import PLAN_RANK
 
 KEY_PREFIXES = {"full": "svc_live_", "public": "svc_pub_"}
-# A real hash to verify against when the username is unknown, so a login takes the same time either way.
-_DUMMY_HASH = _core.hash_password("slugline-timing-equaliser")
+@cache
+def _dummy_hash() -> str:
+    """A real hash to verify against when the username is unknown, so a login takes the same time either way
+    (made on first use, not at import: every worker and CLI call would pay for it)."""
+    return _core.hash_password("slugline-timing-equaliser")
 _LAST_USED_EVERY = timedelta(minutes=1)
 
 
@@ -66,7 +70,7 @@ def login(rt: Runtime, data: Any) -> dict[str, Any]:
     creds = parse(Login, data)  # registration's rules are not checked here: a name that breaks them is just wrong
     with rt.db.session() as session:
         account = session.scalar(select(Account).where(Account.username == creds.username.lower()))
-        ok = _core.verify_password(creds.password, account.password_hash if account else _DUMMY_HASH)
+        ok = _core.verify_password(creds.password, account.password_hash if account else _dummy_hash())
         if account is None or not ok:
             raise Unauthorized("wrong username or password")
         return _new_session(rt, session, account)
