@@ -38,21 +38,8 @@ pub fn random_string(len: usize) -> Result<String, RandomError> {
     Ok(out)
 }
 
-/// `value` in base62, most significant digit first, left-padded with '0' to `width` digits
-/// (more digits if the value does not fit).
-pub fn encode_padded(mut value: u64, width: usize) -> String {
-    let mut digits = Vec::with_capacity(width.max(11));
-    while value > 0 {
-        digits.push(ALPHABET[(value % 62) as usize]);
-        value /= 62;
-    }
-    while digits.len() < width {
-        digits.push(b'0');
-    }
-    digits.iter().rev().map(|&b| char::from(b)).collect()
-}
-
-/// Like `encode_padded` but written into a fixed array, so the hot key check does not allocate.
+/// `value` in base62 as exactly `N` digits, most significant first (higher digits are dropped), written
+/// into an array so the hot key check does not allocate.
 pub fn encode_fixed<const N: usize>(mut value: u64) -> [u8; N] {
     let mut out = [b'0'; N];
     for slot in out.iter_mut().rev() {
@@ -81,11 +68,11 @@ mod tests {
     }
 
     #[test]
-    fn padded_encoding() {
-        assert_eq!(encode_padded(0, 6), "000000");
-        assert_eq!(encode_padded(61, 6), "00000z");
-        assert_eq!(encode_padded(62, 2), "10");
-        assert_eq!(encode_padded(u64::from(u32::MAX), 6), "4gfFC3");
+    fn fixed_width_encoding() {
+        assert_eq!(&encode_fixed::<6>(0), b"000000");
+        assert_eq!(&encode_fixed::<6>(61), b"00000z");
+        assert_eq!(&encode_fixed::<2>(62), b"10");
         assert_eq!(&encode_fixed::<6>(u64::from(u32::MAX)), b"4gfFC3");
+        assert_eq!(&encode_fixed::<2>(62 * 62 + 1), b"01");
     }
 }

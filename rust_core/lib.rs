@@ -1,5 +1,5 @@
 //! Slugline's core: pure functions and small structs behind the Python package `slugline._core`.
-//! Only `py.rs` knows about Python; everything else builds and tests without it.
+//! Only `py/` (the `python` feature) knows about Python; everything else builds and tests without it.
 
 pub mod agent;
 pub mod base62;

@@ -9,8 +9,6 @@ mod normalize;
 mod rank;
 mod vocab;
 
-pub use highlight::escape_into;
 pub use index::{Link, SearchIndex};
-pub use matching::FIELD_NAMES;
 pub use normalize::normalize;
 pub use rank::Hit;

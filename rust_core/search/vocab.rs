@@ -97,10 +97,10 @@ impl Vocab {
 /// Cheap necessary condition for a word to be within one edit of an ASCII term (or of the term's length
 /// prefix of the word): the word is long enough, and one of its first two bytes lines up with the term.
 fn could_be_close(term: &[u8], word: &[u8]) -> bool {
-    if word.len() + 1 < term.len() || word.len() < 2 {
-        return false;
+    match (term, word) {
+        ([t0, t1, ..], [w0, w1, ..]) if word.len() + 1 >= term.len() => w0 == t0 || w0 == t1 || w1 == t0 || w1 == t1,
+        _ => false,
     }
-    word[0] == term[0] || word[0] == term[1] || word[1] == term[0] || word[1] == term[1]
 }
 
 #[cfg(test)]
