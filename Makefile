@@ -16,7 +16,7 @@ $(BIN)/maturin:
 
 # Builds the Rust core in release mode and installs the package (editable) with its test tools.
 build: $(BIN)/maturin
-	$(BIN)/maturin develop --release -E test -q
+	$(BIN)/maturin develop --release -E test -F python,testing -q
 
 serve: build
 	$(BIN)/slugline serve --host $(HOST) --port $(PORT)

@@ -70,14 +70,15 @@ def test_classify_user_agent(benchmark: Any, impl: str) -> None:
 def test_classify_flush_batch(benchmark: Any, impl: str) -> None:
     """What the flusher does per batch: 1,000 clicks classified (device, source, visitor hash) and rolled up."""
     make = _core.ClickBatch if impl == "rust" else reference.ClickBatch
-    clicks = [(f"lnk_{i % 50:011d}", 1.8e9 + i, AGENTS[i % len(AGENTS)], "https://www.example.com/a" if i % 3 else None,
-               "news" if i % 7 == 0 else None, i % 11 == 0, b"s" * 32, f"10.0.{i % 256}.{i % 97}") for i in range(1000)]
+    clicks = [{"link_id": f"lnk_{i % 50:011d}", "timestamp": 1.8e9 + i, "user_agent": AGENTS[i % len(AGENTS)],
+               "referrer": "https://www.example.com/a" if i % 3 else None, "utm_source": "news" if i % 7 == 0 else None,
+               "via_qr": i % 11 == 0, "visitor_salt": b"s" * 32, "ip": f"10.0.{i % 256}.{i % 97}"} for i in range(1000)]
     _info(benchmark, "flush batch of 1,000 clicks", clicks=len(clicks))
 
     def run() -> list[tuple[str, int, str, str, int]]:
         batch = make()
         for click in clicks:
-            batch.add(*click)
+            batch.add(**click)
         return batch.rollup()
 
     assert len(benchmark(run)) > 0

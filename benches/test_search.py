@@ -35,15 +35,16 @@ def _text(rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
 
 
-def generate(n: int, seed: int = 42) -> list[tuple[Any, ...]]:
+def generate(n: int, seed: int = 42) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     links = []
     for i in range(n):
         title = _text(rng, 2, 6).title()
         url = f"https://{rng.choice(DOMAINS)}/{_text(rng, 1, 3).replace(' ', '-')}/{i}"
         tags = sorted({rng.choice(WORDS[:30]) for _ in range(rng.randint(0, 3))})
-        links.append((f"lnk_{i:011d}", f"s{i:06d}", url, title, _text(rng, 8, 20), _text(rng, 0, 10) or None, tags,
-                      rng.random() < 0.8))
+        links.append({"id": f"lnk_{i:011d}", "slug": f"s{i:06d}", "destination_url": url, "title": title,
+                      "description": _text(rng, 8, 20), "note": _text(rng, 0, 10) or None, "hashtags": tags,
+                      "public": rng.random() < 0.8})
     return links
 
 
@@ -51,8 +52,8 @@ def generate(n: int, seed: int = 42) -> list[tuple[Any, ...]]:
 def indexes() -> tuple[_core.SearchIndex, reference.SearchIndex]:
     core, ref = _core.SearchIndex(), reference.SearchIndex()
     for link in generate(LINKS):
-        core.upsert(*link)
-        ref.upsert(*link)
+        core.upsert(**link)
+        ref.upsert(**link)
     return core, ref
 
 

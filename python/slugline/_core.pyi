@@ -1,14 +1,18 @@
 """Slugline's Rust core (built by maturin from ``rust_core/``): ids, keys, passwords, search, click classification.
 
-Every function raises :class:`CoreError` (a ``ValueError``) for invalid input and for an internal panic;
-wrong argument types raise ``TypeError``.
+Every function raises :class:`CoreError` (a ``ValueError``) for invalid input, and :class:`CorePanic`
+(a ``RuntimeError``, never a ``ValueError``) for a bug inside the core; wrong argument types raise ``TypeError``.
 """
 
-from typing import final
+from typing import Literal, TypeAlias, final
+
+_KeyKind: TypeAlias = Literal["full", "public", "session"]
+_Device: TypeAlias = Literal["desktop", "mobile", "tablet", "bot", "other"]
 
 __all__ = [
     "__version__",
     "CoreError",
+    "CorePanic",
     "RESERVED_SLUGS",
     "SearchIndex",
     "ClickBatch",
@@ -35,7 +39,10 @@ RESERVED_SLUGS: frozenset[str]
 """Lowercase words that may not be used as a slug (compared case-insensitively)."""
 
 class CoreError(ValueError):
-    """Raised for invalid input to a core function, and for a Rust panic."""
+    """Raised for invalid input to a core function."""
+
+class CorePanic(RuntimeError):
+    """Raised when the core hits a bug (a Rust panic); never a sign of bad input."""
 
 # ---- slugs and ids -------------------------------------------------------------------------------
 
@@ -53,17 +60,18 @@ def generate_link_id() -> str:
 
 # ---- keys and tokens -----------------------------------------------------------------------------
 
-def generate_key(kind: str) -> str:
+def generate_key(kind: _KeyKind) -> str:
     """A new token: prefix + 32 random base62 + 6-char base62 CRC32 checksum.
 
     ``kind`` is ``"full"`` (``svc_live_``), ``"public"`` (``svc_pub_``) or ``"session"`` (``svc_sess_``);
     anything else raises CoreError.
     """
 
-def key_kind(token: object) -> str | None:
+def key_kind(token: object) -> _KeyKind | None:
     """``"full"``, ``"public"`` or ``"session"`` for a well-formed token (prefix, length, alphabet, checksum).
 
-    ``None`` for anything else, including non-strings. Never raises; no database needed.
+    ``None`` for anything else, including non-strings: never raises for bad input (only CorePanic for a bug).
+    No database needed.
     """
 
 def hash_key(secret: bytes, token: str) -> str:
@@ -98,6 +106,7 @@ class SearchIndex:
     def __init__(self) -> None: ...
     def upsert(
         self,
+        *,
         id: str,
         slug: str,
         destination_url: str,
@@ -107,7 +116,9 @@ class SearchIndex:
         hashtags: list[str],
         public: bool,
     ) -> None:
-        """Add or replace a link. ``public`` is true for visibility public/unlisted (what a public key may see)."""
+        """Add or replace a link. ``public`` is true for visibility public/unlisted (what a public key may see).
+
+        Keyword-only, so that no two of the neighbouring strings can be swapped unnoticed."""
 
     def remove(self, id: str) -> bool:
         """Forget a link; ``False`` if it was not indexed."""
@@ -137,7 +148,7 @@ class SearchIndex:
 
 # ---- clicks --------------------------------------------------------------------------------------
 
-def classify_user_agent(user_agent: str) -> tuple[str, str, str]:
+def classify_user_agent(user_agent: str) -> tuple[_Device, str, str]:
     """``(device, browser, os)``; device is one of ``desktop``, ``mobile``, ``tablet``, ``bot``, ``other``."""
 
 def referrer_host(referrer: str | None) -> str | None:
@@ -154,6 +165,7 @@ class ClickBatch:
     def __init__(self) -> None: ...
     def add(
         self,
+        *,
         link_id: str,
         timestamp: float,
         user_agent: str,
@@ -164,13 +176,13 @@ class ClickBatch:
         ip: str,
     ) -> None:
         """Classify and keep one click. The visitor is the first 32 hex chars of
-        HMAC-SHA256(visitor_salt, ip + "\\n" + user_agent); the IP itself is not kept."""
+        HMAC-SHA256(visitor_salt, ip + "\\n" + user_agent); the IP itself is not kept. Keyword-only."""
 
     def __len__(self) -> int: ...
-    def rows(self) -> list[tuple[str, float, str, str, str, str, str | None, str]]:
+    def rows(self) -> list[tuple[str, float, _Device, str, str, str, str | None, str]]:
         """``(link_id, timestamp, device, browser, os, source, referrer_host, visitor)`` in insertion order."""
 
-    def rollup(self) -> list[tuple[str, int, str, str, int]]:
+    def rollup(self) -> list[tuple[str, int, _Device, str, int]]:
         """``(link_id, day, device, source, clicks)`` with day = UTC epoch day, sorted by the first four.
 
         Releases the GIL."""
@@ -178,11 +190,12 @@ class ClickBatch:
     def link_totals(self) -> list[tuple[str, int]]:
         """``(link_id, clicks)`` excluding bots, sorted by link id."""
 
+    # Only in builds with the `testing` feature (the dev build of `make build`), not in release wheels.
     @staticmethod
     def synthetic(n: int, links: int, days: int, seed: int) -> ClickBatch:
         """A deterministic pseudo-random batch of ``n`` clicks, for benchmarks."""
 
-# ---- test hook -----------------------------------------------------------------------------------
+# ---- test hook: only in builds with the `testing` feature (the dev build of `make build`) ----------
 
-def _panic(message: str) -> None:
-    """Panic inside Rust on purpose; surfaces as CoreError. For tests only."""
+def _panic(message: str, detach: bool = False) -> None:
+    """Panic inside Rust on purpose (with the GIL released when ``detach``); surfaces as CorePanic. For tests only."""

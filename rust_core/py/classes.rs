@@ -1,7 +1,7 @@
 //! The two classes of `slugline._core`: `SearchIndex` and `ClickBatch` (part of the Python boundary).
 //! Each wraps its core struct in a lock, so Python threads may share one instance.
 
-use super::{core_error, detached, guard, lock, non_negative, read, released, write};
+use super::{core_error, guard, lock, non_negative, read, released, write};
 use crate::rollup::{ClickBatch, ClickInput};
 use crate::search::{Link, SearchIndex};
 use pyo3::prelude::*;
@@ -23,8 +23,9 @@ impl PySearchIndex {
         }
     }
 
-    #[allow(clippy::too_many_arguments)] // mirrors the Python signature, one argument per field
-    #[pyo3(signature = (id, slug, destination_url, title, description, note, hashtags, public))]
+    // Keyword-only: eight neighbouring strings and options are too easy to pass in the wrong order.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*, id, slug, destination_url, title, description, note, hashtags, public))]
     fn upsert(
         &self,
         id: &str,
@@ -118,8 +119,9 @@ impl PyClickBatch {
         }
     }
 
-    #[allow(clippy::too_many_arguments)] // mirrors the Python signature, one argument per click attribute
-    #[pyo3(signature = (link_id, timestamp, user_agent, referrer, utm_source, via_qr, visitor_salt, ip))]
+    // Keyword-only, like `SearchIndex.upsert`: one argument per click attribute, none of them safe to swap.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*, link_id, timestamp, user_agent, referrer, utm_source, via_qr, visitor_salt, ip))]
     fn add(
         &self,
         link_id: &str,
@@ -182,6 +184,7 @@ impl PyClickBatch {
         })
     }
 
+    #[cfg(feature = "testing")]
     #[staticmethod]
     fn synthetic(py: Python<'_>, n: i64, links: i64, days: i64, seed: i64) -> PyResult<Self> {
         let (n, links, days) = (
@@ -189,7 +192,7 @@ impl PyClickBatch {
             non_negative(links, "links")?,
             non_negative(days, "days")?,
         );
-        let batch = detached(py, || ClickBatch::synthetic(n, links, days, seed as u64))?;
+        let batch = super::detached(py, || ClickBatch::synthetic(n, links, days, seed as u64))?;
         Ok(PyClickBatch {
             inner: Mutex::new(batch),
         })

@@ -1,53 +1,67 @@
-//! The Python boundary (`slugline._core`): argument conversion, errors turned into `CoreError`,
-//! panics caught before they reach Python, and the GIL released around heavy work.
+//! The Python boundary (`slugline._core`): argument conversion, invalid input turned into `CoreError`, panics
+//! into `CorePanic` (a bug must never pass for bad input), and the GIL released around heavy work.
 
 use crate::{agent, keys, password, referrer, search, slug};
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyFrozenSet;
 use std::any::Any;
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod classes;
-use classes::{PyClickBatch, PySearchIndex};
 
 create_exception!(
     slugline._core,
     CoreError,
     PyValueError,
-    "Raised for invalid input to a core function, and for a Rust panic."
+    "Raised for invalid input to a core function."
+);
+
+create_exception!(
+    slugline._core,
+    CorePanic,
+    PyRuntimeError,
+    "Raised when the core hits a bug (a Rust panic); never a sign of bad input."
 );
 
 fn core_error(e: impl Display) -> PyErr {
     CoreError::new_err(e.to_string())
 }
 
-fn panic_message(payload: &(dyn Any + Send)) -> String {
+/// A caught panic, as the message `CorePanic` will carry.
+struct Panic(String);
+
+impl From<Panic> for PyErr {
+    fn from(panic: Panic) -> Self {
+        CorePanic::new_err(panic.0)
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> Panic {
     let text = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_owned());
-    format!("internal error in slugline core: {text}")
+    Panic(format!("internal error in slugline core: {text}"))
 }
 
-/// Runs `body`, turning a panic into a `CoreError` message instead of unwinding into Python.
+/// Runs `body`, stopping a panic before it unwinds into Python.
 /// Safe to call with the GIL released: it touches no Python object.
-fn catch<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+fn catch<T>(body: impl FnOnce() -> T) -> Result<T, Panic> {
     catch_unwind(AssertUnwindSafe(body)).map_err(|payload| panic_message(payload.as_ref()))
 }
 
 /// `catch` for bodies that already return `PyResult` (holding the GIL).
 fn guard<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    catch(body).map_err(CoreError::new_err)?
+    catch(body)?
 }
 
 /// Runs `body` with the GIL released, catching panics. `body` must not touch Python objects.
 fn released<T: Send>(py: Python<'_>, body: impl FnOnce() -> T + Send) -> PyResult<T> {
-    py.detach(|| catch(body)).map_err(CoreError::new_err)
+    Ok(py.detach(|| catch(body))?)
 }
 
 /// `released` for bodies that can fail with a core error.
@@ -103,11 +117,13 @@ fn generate_key(kind: &str) -> PyResult<String> {
     guard(|| keys::generate_key(kind).map_err(core_error))
 }
 
-/// Never raises: anything that is not a well-formed token (including non-strings) is `None`.
+/// Never raises for bad input: anything that is not a well-formed token (including non-strings) is `None`.
 #[pyfunction]
-fn key_kind(token: &Bound<'_, PyAny>) -> Option<&'static str> {
-    let token = token.extract::<&str>().ok()?;
-    catch(|| keys::key_kind(token)).ok().flatten().map(keys::KeyKind::name)
+fn key_kind(token: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
+    let Ok(token) = token.extract::<&str>() else {
+        return Ok(None);
+    };
+    Ok(catch(|| keys::key_kind(token))?.map(keys::KeyKind::name))
 }
 
 #[pyfunction]
@@ -166,34 +182,40 @@ fn classify_source(utm_source: Option<&str>, via_qr: bool, referrer: Option<&str
 
 // ---- test hook -----------------------------------------------------------------------------------
 
-/// Panics on purpose, so tests can prove a Rust panic surfaces as `CoreError`.
+/// Panics on purpose, so tests can prove a Rust panic surfaces as `CorePanic`, from code that holds the GIL
+/// and from code that released it (like the password functions).
+#[cfg(feature = "testing")]
 #[pyfunction]
-fn _panic(message: &str) -> PyResult<()> {
-    guard(|| panic!("{message}"))
+#[pyo3(signature = (message, detach = false))]
+fn _panic(py: Python<'_>, message: &str, detach: bool) -> PyResult<()> {
+    if detach {
+        released(py, || panic!("{message}"))
+    } else {
+        guard(|| panic!("{message}"))
+    }
 }
 
+/// Slugline's Rust core: ids, keys, passwords, search, click classification.
 #[pymodule]
-fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("CoreError", py.get_type::<CoreError>())?;
-    m.add("RESERVED_SLUGS", PyFrozenSet::new(py, slug::RESERVED_SLUGS)?)?;
-    m.add_class::<PySearchIndex>()?;
-    m.add_class::<PyClickBatch>()?;
-    m.add_function(wrap_pyfunction!(generate_slug, m)?)?;
-    m.add_function(wrap_pyfunction!(slug_error, m)?)?;
-    m.add_function(wrap_pyfunction!(generate_link_id, m)?)?;
-    m.add_function(wrap_pyfunction!(generate_key, m)?)?;
-    m.add_function(wrap_pyfunction!(key_kind, m)?)?;
-    m.add_function(wrap_pyfunction!(hash_key, m)?)?;
-    m.add_function(wrap_pyfunction!(verify_key, m)?)?;
-    m.add_function(wrap_pyfunction!(keyed_hash, m)?)?;
-    m.add_function(wrap_pyfunction!(hash_password, m)?)?;
-    m.add_function(wrap_pyfunction!(verify_password, m)?)?;
-    m.add_function(wrap_pyfunction!(normalize, m)?)?;
-    m.add_function(wrap_pyfunction!(classify_user_agent, m)?)?;
-    m.add_function(wrap_pyfunction!(referrer_host, m)?)?;
-    m.add_function(wrap_pyfunction!(classify_source, m)?)?;
-    m.add_function(wrap_pyfunction!(_panic, m)?)?;
-    Ok(())
+mod _core {
+    use pyo3::prelude::*;
+    use pyo3::types::PyFrozenSet;
+
+    #[pymodule_export]
+    use super::classes::{PyClickBatch, PySearchIndex};
+    #[pymodule_export]
+    use super::{
+        classify_source, classify_user_agent, generate_key, generate_link_id, generate_slug, hash_key, hash_password,
+        key_kind, keyed_hash, normalize, referrer_host, slug_error, verify_key, verify_password, CoreError, CorePanic,
+    };
+
+    #[cfg(feature = "testing")]
+    #[pymodule_export]
+    use super::_panic;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("RESERVED_SLUGS", PyFrozenSet::new(m.py(), crate::slug::RESERVED_SLUGS)?)
+    }
 }

@@ -3,6 +3,7 @@
 //! of a million clicks stays compact and aggregation hashes small integer keys.
 
 mod intern;
+#[cfg(any(test, feature = "testing"))]
 mod synthetic;
 
 use crate::agent::{classify_user_agent, Device};
@@ -17,7 +18,6 @@ const VISITOR_HEX_CHARS: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClickError {
     Timestamp(String),
-    Synthetic(&'static str),
 }
 
 impl fmt::Display for ClickError {
@@ -27,7 +27,6 @@ impl fmt::Display for ClickError {
                 f,
                 "timestamp must be a finite number of seconds since the epoch, got {t}"
             ),
-            Self::Synthetic(why) => write!(f, "synthetic batch: {why}"),
         }
     }
 }
@@ -291,15 +290,5 @@ mod tests {
         assert_eq!(batch.link_totals(), [("lnk_a", 2), ("lnk_b", 2)]);
         assert!(batch.add(&click("lnk_a", f64::NAN, CHROME, None)).is_err());
         assert_eq!(batch.len(), 5);
-    }
-
-    #[test]
-    fn synthetic_batches_are_deterministic() {
-        let a = ClickBatch::synthetic(10_000, 50, 7, 42).expect("batch");
-        let b = ClickBatch::synthetic(10_000, 50, 7, 42).expect("batch");
-        assert_eq!(a.rollup(), b.rollup());
-        assert_eq!(a.rollup().iter().map(|r| r.4).sum::<u64>(), 10_000);
-        assert!(a.rollup().iter().all(|r| (20_454..20_461).contains(&r.1)));
-        assert!(ClickBatch::synthetic(1, 0, 1, 0).is_err());
     }
 }

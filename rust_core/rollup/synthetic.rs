@@ -1,12 +1,25 @@
-//! Deterministic pseudo-random batches for benchmarks.
+//! Deterministic pseudo-random click batches for benchmarks and tests (the `testing` feature). They skip
+//! the classification and hashing of `ClickBatch::add`, so a benchmark of the roll-up measures only the roll-up.
 
-use super::{Click, ClickBatch, ClickError, SECONDS_PER_DAY, VISITOR_HEX_CHARS};
+use super::{Click, ClickBatch, SECONDS_PER_DAY, VISITOR_HEX_CHARS};
 use crate::agent::Device;
+use std::fmt;
+
+/// The shape asked of a synthetic batch cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntheticError(&'static str);
+
+impl fmt::Display for SyntheticError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "synthetic batch: {}", self.0)
+    }
+}
+
+impl std::error::Error for SyntheticError {}
 
 impl ClickBatch {
-    /// A deterministic pseudo-random batch for benchmarks: `n` clicks over `links` links and `days` days,
-    /// already classified (no user-agent parsing or hashing cost).
-    pub fn synthetic(n: usize, links: usize, days: usize, seed: u64) -> Result<Self, ClickError> {
+    /// `n` clicks over `links` links and `days` days, already classified; the same `seed` gives the same batch.
+    pub fn synthetic(n: usize, links: usize, days: usize, seed: u64) -> Result<Self, SyntheticError> {
         const SOURCES: [&str; 8] = [
             "direct",
             "qr",
@@ -25,7 +38,7 @@ impl ClickBatch {
             (Device::Bot, "Googlebot", "Other"),
         ];
         if links == 0 || days == 0 {
-            return Err(ClickError::Synthetic("links and days must be at least 1"));
+            return Err(SyntheticError("links and days must be at least 1"));
         }
         let mut batch = Self::new();
         let link_ids: Vec<u32> = (0..links)
@@ -64,5 +77,20 @@ impl ClickBatch {
             });
         }
         Ok(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_batches_are_deterministic() {
+        let a = ClickBatch::synthetic(10_000, 50, 7, 42).expect("batch");
+        let b = ClickBatch::synthetic(10_000, 50, 7, 42).expect("batch");
+        assert_eq!(a.rollup(), b.rollup());
+        assert_eq!(a.rollup().iter().map(|r| r.4).sum::<u64>(), 10_000);
+        assert!(a.rollup().iter().all(|r| (20_454..20_461).contains(&r.1)));
+        assert!(ClickBatch::synthetic(1, 0, 1, 0).is_err());
     }
 }

@@ -3,12 +3,17 @@ The algorithms themselves are tested in Rust (`cargo test`) and against tests/re
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
 import pytest
 
 from slugline import _core
+from slugline.redirects.linkcache import Entry
+from slugline.redirects.unlock import Unlocker
+
+DESTINATION = "https://example.org/secret"
 
 
 def test_core_error_is_a_value_error() -> None:
@@ -26,13 +31,31 @@ def test_core_error_is_a_value_error() -> None:
     with pytest.raises(_core.CoreError, match="limit"):
         _core.SearchIndex().search("x", limit=-1)
     with pytest.raises(_core.CoreError, match="timestamp"):
-        _core.ClickBatch().add("lnk_1", float("nan"), "ua", None, None, False, b"salt", "127.0.0.1")
+        _core.ClickBatch().add(link_id="lnk_1", timestamp=float("nan"), user_agent="ua", referrer=None,
+                               utm_source=None, via_qr=False, visitor_salt=b"salt", ip="127.0.0.1")
 
 
-def test_a_panic_surfaces_as_core_error_and_the_process_survives() -> None:
-    with pytest.raises(_core.CoreError, match="boom"):
-        _core._panic("boom")
+@pytest.mark.parametrize("detach", [False, True])
+def test_a_panic_is_a_core_panic_not_bad_input_and_the_process_survives(detach: bool) -> None:
+    assert issubclass(_core.CorePanic, RuntimeError) and not issubclass(_core.CorePanic, ValueError)
+    with pytest.raises(_core.CorePanic, match="internal error in slugline core: boom"):
+        _core._panic("boom", detach)
     assert _core.slug_error("fine") is None
+
+
+def test_a_panic_while_checking_a_password_is_not_a_wrong_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded = _core.hash_password("open sesame")
+    entry = Entry("lnk_1", DESTINATION, "password", encoded, DESTINATION.encode())
+    assert not asyncio.run(Unlocker.check(entry, "wrong"))
+    assert not asyncio.run(Unlocker.check(entry._replace(password_hash="not a hash"), "open sesame"))
+
+    def panicking(password: str, encoded: str) -> bool:
+        _core._panic("argon2 failed", detach=True)
+        return True
+
+    monkeypatch.setattr(_core, "verify_password", panicking)
+    with pytest.raises(_core.CorePanic, match="argon2 failed"):
+        asyncio.run(Unlocker.check(entry, "open sesame"))
 
 
 def test_wrong_argument_types_raise_type_error() -> None:
@@ -43,7 +66,8 @@ def test_wrong_argument_types_raise_type_error() -> None:
     with pytest.raises(TypeError):
         _core.normalize(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        _core.SearchIndex().upsert("id", "slug", "https://x.example", None, None, None, "not-a-list", True)  # type: ignore[arg-type]
+        _core.SearchIndex().upsert(id="id", slug="slug", destination_url="https://x.example", title=None,
+                                   description=None, note=None, hashtags="not-a-list", public=True)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         _core.classify_user_agent(b"curl/8")  # type: ignore[arg-type]
 
@@ -88,7 +112,8 @@ def test_hash_password_releases_the_gil() -> None:
 def test_search_index_is_shared_safely_between_threads() -> None:
     index = _core.SearchIndex()
     for i in range(2000):
-        index.upsert(f"lnk_{i}", f"s{i}", f"https://example.com/{i}", f"title {i}", None, None, ["tag"], True)
+        index.upsert(id=f"lnk_{i}", slug=f"s{i}", destination_url=f"https://example.com/{i}", title=f"title {i}",
+                     description=None, note=None, hashtags=["tag"], public=True)
     errors: list[BaseException] = []
 
     def read() -> None:
@@ -103,7 +128,8 @@ def test_search_index_is_shared_safely_between_threads() -> None:
     for reader in readers:
         reader.start()
     for i in range(2000, 2500):
-        index.upsert(f"lnk_{i}", f"s{i}", "https://example.com/", "more", None, None, ["tag"], True)
+        index.upsert(id=f"lnk_{i}", slug=f"s{i}", destination_url="https://example.com/", title="more",
+                     description=None, note=None, hashtags=["tag"], public=True)
     for reader in readers:
         reader.join()
     assert not errors
@@ -112,7 +138,8 @@ def test_search_index_is_shared_safely_between_threads() -> None:
 
 def test_search_result_shapes() -> None:
     index = _core.SearchIndex()
-    index.upsert("lnk_1", "rust", "https://doc.rust-lang.org/", "<b>Rust</b>", None, None, ["lang"], True)
+    index.upsert(id="lnk_1", slug="rust", destination_url="https://doc.rust-lang.org/", title="<b>Rust</b>",
+                 description=None, note=None, hashtags=["lang"], public=True)
     total, hits = index.search("rust")
     assert total == 1
     (hit_id, score, highlights), = hits
@@ -123,7 +150,8 @@ def test_search_result_shapes() -> None:
 
 def test_click_batch_shapes() -> None:
     batch = _core.ClickBatch()
-    batch.add("lnk_1", 86400.5, "curl/8.0", "https://www.example.org/x", None, False, b"salt", "192.0.2.1")
+    batch.add(link_id="lnk_1", timestamp=86400.5, user_agent="curl/8.0", referrer="https://www.example.org/x",
+              utm_source=None, via_qr=False, visitor_salt=b"salt", ip="192.0.2.1")
     assert len(batch) == 1
     (row,) = batch.rows()
     assert row[:7] == ("lnk_1", 86400.5, "bot", "curl", "Other", "example.org", "example.org")
@@ -132,3 +160,10 @@ def test_click_batch_shapes() -> None:
     assert batch.link_totals() == []
     synthetic = _core.ClickBatch.synthetic(1000, 10, 3, 1)
     assert len(synthetic) == 1000 and sum(r[4] for r in synthetic.rollup()) == 1000
+
+
+def test_eight_field_methods_take_keywords_only() -> None:
+    with pytest.raises(TypeError):
+        _core.SearchIndex().upsert("id", "slug", "https://x.example", None, None, None, [], True)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        _core.ClickBatch().add("lnk_1", 1.0, "ua", None, None, False, b"salt", "127.0.0.1")  # type: ignore[misc]

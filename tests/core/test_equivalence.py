@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ def _text(rng: random.Random, low: int, high: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(low, high)))
 
 
-def _links(rng: random.Random, n: int) -> list[tuple]:
+def _links(rng: random.Random, n: int) -> list[dict[str, Any]]:
     links = []
     for i in range(n):
         slug = rng.choice([f"s{i}", f"{rng.choice(WORDS).lower()}-{i}", f"Link_{i}"])
@@ -29,7 +30,8 @@ def _links(rng: random.Random, n: int) -> list[tuple]:
         description = _text(rng, 3, 12) if rng.random() < 0.6 else None
         note = _text(rng, 1, 6) if rng.random() < 0.3 else None
         tags = rng.sample(TAGS, rng.randint(0, 3))
-        links.append((f"lnk_{i:04d}", slug, url, title, description, note, tags, rng.random() < 0.7))
+        links.append({"id": f"lnk_{i:04d}", "slug": slug, "destination_url": url, "title": title,
+                      "description": description, "note": note, "hashtags": tags, "public": rng.random() < 0.7})
     return links
 
 
@@ -58,8 +60,8 @@ def indexes() -> tuple[_core.SearchIndex, reference.SearchIndex]:
     rng = random.Random(20261121)
     core, ref = _core.SearchIndex(), reference.SearchIndex()
     for link in _links(rng, 400):
-        core.upsert(*link)
-        ref.upsert(*link)
+        core.upsert(**link)
+        ref.upsert(**link)
     for removed in ("lnk_0003", "lnk_0100"):
         assert core.remove(removed) and ref.remove(removed)
     return core, ref
@@ -162,11 +164,12 @@ def test_click_batch_matches_reference() -> None:
     rng = random.Random(4)
     core, ref = _core.ClickBatch(), reference.ClickBatch()
     for _ in range(500):
-        click = (f"lnk_{rng.randrange(20):02d}", rng.uniform(1.7e9, 1.7e9 + 5 * 86400), rng.choice(USER_AGENTS),
-                 rng.choice(REFERRERS), rng.choice([None, None, "newsletter", " Twitter "]), rng.random() < 0.1,
-                 b"daily-salt", f"198.51.100.{rng.randrange(256)}")
-        core.add(*click)
-        ref.add(*click)
+        click = {"link_id": f"lnk_{rng.randrange(20):02d}", "timestamp": rng.uniform(1.7e9, 1.7e9 + 5 * 86400),
+                 "user_agent": rng.choice(USER_AGENTS), "referrer": rng.choice(REFERRERS),
+                 "utm_source": rng.choice([None, None, "newsletter", " Twitter "]), "via_qr": rng.random() < 0.1,
+                 "visitor_salt": b"daily-salt", "ip": f"198.51.100.{rng.randrange(256)}"}
+        core.add(**click)
+        ref.add(**click)
     assert core.rows() == ref.rows()
     assert core.rollup() == ref.rollup()
     assert core.link_totals() == ref.link_totals()
