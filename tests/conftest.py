@@ -14,9 +14,9 @@ from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
 from slugline import migrate
-from slugline.api.app import create_app
+from slugline.app import create_app
 from slugline.services import accounts
-from slugline.services.runtime import Runtime
+from slugline.runtime import Runtime
 from slugline.settings import Settings
 
 IN_CI = os.environ.get("CI", "").lower() == "true"

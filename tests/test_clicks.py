@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
-from slugline.clicks import MAX_BATCH_FAILURES, ClickRecorder, RawClick
-from slugline.services.runtime import Runtime
+from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
+from slugline.runtime import Runtime
 from tests.conftest import Account
 
 CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "

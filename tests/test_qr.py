@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from PIL import Image
 
-from slugline.qr import qr_matrix, render_qr
+from slugline.services.qr import qr_matrix, render_qr
 
 URL = "https://sl.example/abc123?src=qr"
 SVG = "{http://www.w3.org/2000/svg}"

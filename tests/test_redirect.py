@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from slugline.linkcache import LinkCache, ascii_url
-from slugline.redirect import RedirectLayer, merge_query, prefers_json
+from slugline.redirects.linkcache import LinkCache
+from slugline.redirects.urls import ascii_url, merge_query
+from slugline.redirects.accept import prefers_json
+from slugline.redirects.layer import RedirectLayer
 
 
 @pytest.mark.parametrize(("destination", "query", "location", "utm", "qr"), [

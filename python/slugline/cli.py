@@ -14,7 +14,7 @@ from slugline.settings import PLAN_RANK, get_settings
 
 
 def _runtime():  # type: ignore[no-untyped-def]
-    from slugline.services.runtime import Runtime
+    from slugline.runtime import Runtime
 
     return Runtime.create(get_settings())
 

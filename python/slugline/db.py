@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from slugline.settings import Settings
 
+SQLITE_BUSY_SECONDS = 10  # how long a writer waits for another one before giving up
+
 
 def normalize_url(url: str) -> str:
     """Let users write plain `postgresql://` URLs; psycopg 3 is the driver we ship."""
@@ -23,7 +25,7 @@ def normalize_url(url: str) -> str:
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_SECONDS * 1000}")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
@@ -35,10 +37,11 @@ def make_engine(settings: Settings) -> Engine:
         path = settings.sqlite_path()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow,
+                         pool_pre_ping=True)
 
 
 class Database:
@@ -47,10 +50,6 @@ class Database:
     def __init__(self, settings: Settings) -> None:
         self.engine = make_engine(settings)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-
-    @property
-    def is_sqlite(self) -> bool:
-        return self.engine.dialect.name == "sqlite"
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -20,10 +20,15 @@ from urllib.parse import quote, urljoin, urlsplit
 import httpcore
 from selectolax.lexbor import LexborHTMLParser
 
+from slugline import __version__
+from slugline.bounds import MAX_DESCRIPTION, MAX_TITLE, MAX_URL
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-DEFAULT_USER_AGENT = "Slugline/0.1.0 (+link preview)"
-LOOPBACK_NETWORKS: tuple[IPNetwork, ...] = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
+USER_AGENT = f"Slugline/{__version__} (+link preview)"
+MAX_BYTES = 1 << 20  # of a page read for its metadata
+MAX_REDIRECTS = 5
+TIMEOUT = 5.0  # seconds for the whole fetch, redirects included
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -104,8 +109,8 @@ class _Target:
 
 
 def _parse_url(url: str) -> _Target:
-    if len(url) > 2048:
-        raise UnsafeURLError("url must be at most 2048 characters")
+    if len(url) > MAX_URL:
+        raise UnsafeURLError(f"url must be at most {MAX_URL} characters")
     if any(c.isspace() or not c.isprintable() for c in url):
         raise UnsafeURLError("url must not contain whitespace or control characters")
     try:
@@ -205,7 +210,7 @@ def _link(base: str, value: str | None) -> str | None:
         scheme = urlsplit(url).scheme
     except ValueError:  # e.g. "http://[x/": whatever the page says, it is not a URL
         return None
-    return url if scheme in ("http", "https") and len(url) <= 2048 else None
+    return url if scheme in ("http", "https") and len(url) <= MAX_URL else None
 
 
 def _decode(body: bytes, content_type: str) -> str:
@@ -232,12 +237,12 @@ def _apply_html(meta: PageMeta, body: bytes, content_type: str, base: str) -> No
             tags.setdefault(key, content)
     title = tree.css_first("title")
     icons = (n.attributes.get("href") for n in tree.css("link[rel][href]") if _has_icon_rel(n.attributes.get("rel")))
-    meta.title = _text(tags.get("og:title") or tags.get("twitter:title") or (title.text() if title else None), 255)
+    meta.title = _text(tags.get("og:title") or tags.get("twitter:title") or (title.text() if title else None), MAX_TITLE)
     description = tags.get("og:description") or tags.get("description") or tags.get("twitter:description")
-    meta.description = _text(description, 1024)
+    meta.description = _text(description, MAX_DESCRIPTION)
     meta.image = _link(base, tags.get("og:image") or tags.get("og:image:url") or tags.get("twitter:image"))
     meta.favicon = _link(base, next(icons, None) or "/favicon.ico")
-    meta.site_name = _text(tags.get("og:site_name"), 255)
+    meta.site_name = _text(tags.get("og:site_name"), MAX_TITLE)
 
 
 def _has_icon_rel(rel: str | None) -> bool:
@@ -295,10 +300,10 @@ async def fetch_metadata(
     url: str,
     *,
     allow_networks: Sequence[IPNetwork] = (),
-    timeout: float = 5.0,  # noqa: ASYNC109 - the whole fetch's budget, applied with asyncio.timeout
-    max_bytes: int = 1 << 20,
-    max_redirects: int = 5,
-    user_agent: str = DEFAULT_USER_AGENT,
+    timeout: float = TIMEOUT,  # noqa: ASYNC109 - the whole fetch's budget, applied with asyncio.timeout
+    max_bytes: int = MAX_BYTES,
+    max_redirects: int = MAX_REDIRECTS,
+    user_agent: str = USER_AGENT,
     ssl_context: ssl.SSLContext | None = None,
 ) -> PageMeta:
     """Preview metadata of `url`. Raises UnsafeURLError for refused URLs; network trouble is in the result."""

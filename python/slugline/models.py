@@ -7,6 +7,18 @@ from datetime import date, datetime
 from sqlalchemy import JSON, BigInteger, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from slugline.bounds import (
+    MAX_BROWSER,
+    MAX_DESCRIPTION,
+    MAX_OS,
+    MAX_REFERRER,
+    MAX_SLUG,
+    MAX_SOURCE,
+    MAX_TITLE,
+    MAX_URL,
+    MAX_USERNAME,
+)
+
 
 class Base(DeclarativeBase):
     pass
@@ -19,7 +31,7 @@ class Account(Base):
     __tablename__ = "accounts"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    username: Mapped[str] = mapped_column(String(32), unique=True)
+    username: Mapped[str] = mapped_column(String(MAX_USERNAME), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     plan: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(Timestamp)
@@ -56,10 +68,10 @@ class Link(Base):
 
     id: Mapped[str] = mapped_column(String(15), primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    slug: Mapped[str] = mapped_column(String(64), unique=True)
-    destination_url: Mapped[str] = mapped_column(String(2048))
-    title: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    description: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    slug: Mapped[str] = mapped_column(String(MAX_SLUG), unique=True)
+    destination_url: Mapped[str] = mapped_column(String(MAX_URL))
+    title: Mapped[str | None] = mapped_column(String(MAX_TITLE), nullable=True)
+    description: Mapped[str | None] = mapped_column(String(MAX_DESCRIPTION), nullable=True)
     note: Mapped[str | None] = mapped_column(Text, nullable=True)
     hashtags: Mapped[list[str]] = mapped_column(JSON, default=list)
     visibility: Mapped[str] = mapped_column(String(8))
@@ -78,10 +90,10 @@ class Click(Base):
     link_id: Mapped[str] = mapped_column(ForeignKey("links.id", ondelete="CASCADE"))
     clicked_at: Mapped[datetime] = mapped_column(Timestamp)
     device: Mapped[str] = mapped_column(String(8))
-    browser: Mapped[str] = mapped_column(String(32))
-    os: Mapped[str] = mapped_column(String(32))
-    source: Mapped[str] = mapped_column(String(255))
-    referrer: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    browser: Mapped[str] = mapped_column(String(MAX_BROWSER))
+    os: Mapped[str] = mapped_column(String(MAX_OS))
+    source: Mapped[str] = mapped_column(String(MAX_SOURCE))
+    referrer: Mapped[str | None] = mapped_column(String(MAX_REFERRER), nullable=True)
     visitor: Mapped[str] = mapped_column(String(32))
 
     __table_args__ = (Index("ix_clicks_link_time", "link_id", "clicked_at"),)
@@ -95,7 +107,7 @@ class ClickDaily(Base):
     link_id: Mapped[str] = mapped_column(ForeignKey("links.id", ondelete="CASCADE"), primary_key=True)
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     device: Mapped[str] = mapped_column(String(8), primary_key=True)
-    source: Mapped[str] = mapped_column(String(255), primary_key=True)
+    source: Mapped[str] = mapped_column(String(MAX_SOURCE), primary_key=True)
     clicks: Mapped[int] = mapped_column(BigInteger, default=0)
 
     __table_args__ = (Index("ix_click_daily_day", "day"),)

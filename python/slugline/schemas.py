@@ -1,22 +1,47 @@
-"""Input models shared by REST and MCP: every bound from DESIGN.md lives here, once."""
+"""Input models shared by REST, MCP and the docs: every bound and every field's help text lives here, once.
+
+The OpenAPI document and the MCP tool schemas are both generated from these models, so what a client is told is
+what the service enforces.
+"""
 
 from __future__ import annotations
 
+import copy
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from slugline import _core
-from slugline.qr import MAX_MARGIN, MAX_SIZE, MIN_SIZE
+from slugline.bounds import (
+    MAX_DAYS,
+    MAX_DESCRIPTION,
+    MAX_LINK_PASSWORD,
+    MAX_NOTE,
+    MAX_PAGE,
+    MAX_PASSWORD,
+    MAX_PER,
+    MAX_QR_MARGIN,
+    MAX_QR_SIZE,
+    MAX_QUERY,
+    MAX_SEARCH_LIMIT,
+    MAX_SLUG,
+    MAX_SOURCE,
+    MAX_TAG,
+    MAX_TAGS,
+    MAX_TITLE,
+    MAX_URL,
+    MAX_USERNAME,
+    MIN_LINK_PASSWORD,
+    MIN_PASSWORD,
+    MIN_QR_SIZE,
+    MIN_USERNAME,
+)
+from slugline.visibility import Visibility
 
-Visibility = Literal["public", "unlisted", "private", "password"]
 SortField = Literal["created_at", "updated_at", "title", "slug", "clicks"]
 Direction = Literal["asc", "desc"]
 KeyScope = Literal["full", "public"]
-HIDDEN_VISIBILITIES = frozenset({"private", "password"})
-MAX_URL = 2048
-MAX_TAGS = 30
 
 
 def check_destination(url: str) -> str:
@@ -27,14 +52,13 @@ def check_destination(url: str) -> str:
         raise ValueError("destination_url must not contain whitespace or control characters")
     try:
         parts = urlsplit(url)
-        port = parts.port
+        _ = parts.port  # raises for a port that is not a number in range
     except ValueError as exc:
         raise ValueError(f"destination_url is not a valid URL ({exc})") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise ValueError("destination_url must be an absolute http(s) URL with a host")
     if parts.username is not None or parts.password is not None:
         raise ValueError("destination_url must not contain credentials")
-    del port
     return url
 
 
@@ -51,22 +75,52 @@ def check_hashtags(tags: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for raw in tags:
         tag = raw.strip().lstrip("#").lower()
-        if not 1 <= len(tag) <= 64:
-            raise ValueError("hashtags must each be 1-64 characters (after '#' is stripped)")
+        if not 1 <= len(tag) <= MAX_TAG:
+            raise ValueError(f"hashtags must each be 1-{MAX_TAG} characters (after '#' is stripped)")
         if any(c.isspace() for c in tag):
             raise ValueError(f"hashtag '{tag}' must not contain whitespace")
         seen.setdefault(tag)
     return list(seen)
 
 
-Destination = Annotated[str, Field(min_length=1), AfterValidator(check_destination)]
-Slug = Annotated[str, AfterValidator(check_slug)]
-Hashtags = Annotated[list[str], AfterValidator(check_hashtags)]
-LinkPassword = Annotated[str, Field(min_length=4, max_length=128)]
+Destination = Annotated[
+    str,
+    Field(min_length=1, description=f"Where the short link redirects: an absolute http(s) URL with a host, at most "
+          f"{MAX_URL} characters"),
+    AfterValidator(check_destination),
+]
+Slug = Annotated[
+    str,
+    Field(description=f"The path of the short URL: 1-{MAX_SLUG} of A-Z a-z 0-9 _ -, case-sensitive, not a reserved "
+          "word (api, mcp, health, ...); on create, omit it to get a random 7-character slug"),
+    AfterValidator(check_slug),
+]
+Hashtags = Annotated[
+    list[str],
+    Field(description=f"Up to {MAX_TAGS} tags of 1-{MAX_TAG} characters; a leading '#' is stripped, tags are "
+          "lowercased and de-duplicated"),
+    AfterValidator(check_hashtags),
+]
+Title = Annotated[str, Field(max_length=MAX_TITLE, description=f"Title, at most {MAX_TITLE} characters")]
+Description = Annotated[
+    str, Field(max_length=MAX_DESCRIPTION, description=f"Description, at most {MAX_DESCRIPTION} characters")]
+Note = Annotated[str, Field(max_length=MAX_NOTE, description=f"Private note for the account, at most {MAX_NOTE} "
+                            "characters; never shown to visitors")]
+VisibilityField = Annotated[
+    Visibility,
+    Field(description="public: listed and redirects; unlisted: redirects but is not advertised; private: only the "
+          "account sees it and the short URL answers 404; password: visitors must enter the password"),
+]
+LinkPassword = Annotated[
+    str,
+    Field(min_length=MIN_LINK_PASSWORD, max_length=MAX_LINK_PASSWORD,
+          description=f"Password visitors must enter ({MIN_LINK_PASSWORD}-{MAX_LINK_PASSWORD} characters); required "
+          "when visibility is 'password'; write-only, never returned"),
+]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, use_enum_values=True)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -83,45 +137,22 @@ class LinkUpdate(_Strict):
 
     destination_url: Destination | None = None
     slug: Slug | None = None
-    title: Annotated[str, Field(max_length=255)] | None = None
-    description: Annotated[str, Field(max_length=1024)] | None = None
-    note: Annotated[str, Field(max_length=4096)] | None = None
+    title: Title | None = None
+    description: Description | None = None
+    note: Note | None = None
     hashtags: Hashtags | None = None
-    visibility: Visibility | None = None
+    visibility: VisibilityField | None = None
     password: LinkPassword | None = None
 
 
 class LinkCreate(LinkUpdate):
     destination_url: Destination
-    visibility: Visibility = "public"
-    auto_meta: bool = False
+    visibility: VisibilityField = Visibility.PUBLIC
+    auto_meta: bool = Field(default=False, description="true: fetch the destination page's title and description "
+                            "(explicit fields win; a failed fetch never fails the create)")
 
 
-class PageParams(_Strict):
-    page: Annotated[int, Field(ge=1, le=1_000_000)] = 1
-    per: Annotated[int, Field(ge=1, le=100)] = 20
-
-
-class ListParams(PageParams):
-    q: Annotated[str, Field(max_length=512)] | None = None
-    sort: SortField = "created_at"
-    dir: Direction = "desc"
-
-
-class Credentials(_Strict):
-    username: Annotated[str, Field(min_length=3, max_length=32, pattern=r"^[A-Za-z0-9_-]+$")]
-    password: Annotated[str, Field(min_length=8, max_length=1024)]
-
-
-class Login(_Strict):
-    username: Annotated[str, Field(max_length=1024)]
-    password: Annotated[str, Field(max_length=1024)]
-
-
-class KeyRequest(_Strict):
-    scope: KeyScope
-
-
+# Fields of an update that cannot be cleared with null.
 NOT_NULLABLE = ("destination_url", "slug", "visibility", "password")
 
 
@@ -130,21 +161,89 @@ def non_null_fields(data: dict[str, Any]) -> list[str]:
     return [name for name in NOT_NULLABLE if name in data and data[name] is None]
 
 
+class PageParams(_Strict):
+    page: int = Field(default=1, ge=1, le=MAX_PAGE,
+                      description="Page number, from 1; a page past the end returns an empty data list")
+    per: int = Field(default=20, ge=1, le=MAX_PER, description=f"Items per page, 1-{MAX_PER}")
+
+
+class ListParams(PageParams):
+    q: str | None = Field(default=None, max_length=MAX_QUERY, description=(
+        "Search: every whitespace-separated term must match (case- and accent-insensitive) somewhere in slug, "
+        "title, destination_url, description, note or hashtags; a term '#tag' matches hashtags only"))
+    sort: SortField = Field(default="created_at", description="Field to sort by")
+    dir: Direction = Field(default="desc", description="Sort direction")
+
+
+class Credentials(_Strict):
+    username: str = Field(min_length=MIN_USERNAME, max_length=MAX_USERNAME, pattern=r"^[A-Za-z0-9_-]+$",
+                          description=f"{MIN_USERNAME}-{MAX_USERNAME} of a-z 0-9 _ -, stored lowercase")
+    password: str = Field(min_length=MIN_PASSWORD, max_length=MAX_PASSWORD,
+                          description=f"At least {MIN_PASSWORD} characters")
+
+
+class Login(_Strict):
+    username: str = Field(max_length=MAX_PASSWORD)
+    password: str = Field(max_length=MAX_PASSWORD)
+
+
+class KeyRequest(_Strict):
+    scope: KeyScope = Field(description="full: every link; public: only public and unlisted links")
+
+
 class SearchParams(_Strict):
-    q: Annotated[str, Field(min_length=1, max_length=512)]
-    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    q: str = Field(min_length=1, max_length=MAX_QUERY, description="Search terms; prefix matching, one typo allowed "
+                   "in terms of 5 or more characters")
+    limit: int = Field(default=20, ge=1, le=MAX_SEARCH_LIMIT, description=f"Hits to return, 1-{MAX_SEARCH_LIMIT}")
 
 
 class AnalyzeParams(_Strict):
-    url: Annotated[str, Field(min_length=1, max_length=MAX_URL)]
+    url: str = Field(min_length=1, max_length=MAX_URL, description="The public http(s) URL to look at")
 
 
 class AnalyticsParams(_Strict):
-    days: Annotated[int, Field(ge=1, le=365)] = 30
-    source: Annotated[str, Field(max_length=255)] | None = None
+    days: int = Field(default=30, ge=1, le=MAX_DAYS,
+                      description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC)")
+    source: str | None = Field(default=None, max_length=MAX_SOURCE, description=(
+        "Only count clicks from this source: 'direct', 'qr', a utm_source value or a referrer host such as "
+        "'news.ycombinator.com'"))
 
 
 class QrParams(_Strict):
-    format: Literal["png", "svg"] = "png"
-    size: Annotated[int, Field(ge=MIN_SIZE, le=MAX_SIZE)] = 256
-    margin: Annotated[int, Field(ge=0, le=MAX_MARGIN)] = 4
+    format: Literal["png", "svg"] = Field(default="png", description="Image format")
+    size: int = Field(default=256, ge=MIN_QR_SIZE, le=MAX_QR_SIZE, description="Width and height in pixels")
+    margin: int = Field(default=4, ge=0, le=MAX_QR_MARGIN, description="Quiet zone around the code, in modules")
+
+
+def properties(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON-schema properties with every `$ref` inlined and pydantic's generated titles dropped."""
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
+                target.pop("title", None)
+                return inline({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
+    props: dict[str, Any] = inline(schema.get("properties", {}))
+    for prop in props.values():
+        prop.pop("title", None)
+        for branch in prop.get("anyOf", ()):  # `X | None` keeps X's help inside its branch: hoist it
+            if "description" in branch:
+                prop.setdefault("description", branch.pop("description"))
+    return props
+
+
+def object_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model as one self-contained JSON-schema object (no `$defs`), unknown fields refused."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties(model), "additionalProperties": False}
+    required = model.model_json_schema().get("required")
+    if required:
+        schema["required"] = required
+    return schema

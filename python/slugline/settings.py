@@ -31,8 +31,12 @@ class Settings(BaseSettings):
     rate_limit_anonymous: int = Field(default=60, ge=1)
     rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous /analyze per IP")
     rate_limit_login: int = Field(default=10, ge=1, description="login attempts per minute per IP and username")
+    rate_limit_unlock: int = Field(default=10, ge=1, description="password-link attempts per minute per IP and link")
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     click_flush_max: int = Field(default=1000, ge=1, le=1000)
+    # PostgreSQL connections per worker: the pool, and how many more may be opened at a peak.
+    db_pool_size: int = Field(default=10, ge=1)
+    db_max_overflow: int = Field(default=20, ge=0)
 
     def sqlite_path(self) -> Path | None:
         """The database file when the store is SQLite, else None."""

@@ -6,9 +6,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline import migrate
-from slugline.api.app import create_app
+from slugline.app import create_app
 from slugline.services import accounts
-from slugline.services.runtime import Runtime
+from slugline.runtime import Runtime
 from tests.conftest import make_settings
 
 

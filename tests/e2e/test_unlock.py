@@ -10,7 +10,7 @@ from tests.e2e.test_redirects import api, clicks_of
 
 
 def test_password_link_form_cookie_and_rate_limit(start_server: ServerFactory) -> None:
-    server = start_server(SLUGLINE_RATE_LIMIT_LOGIN="4")
+    server = start_server(SLUGLINE_RATE_LIMIT_UNLOCK="4")
     keys = make_account(server, "keeper")
     with api(server, keys.full) as http, httpx.Client(base_url=server.url) as browser:
         link = http.post("/links", json={"destination_url": "https://example.org/secret", "slug": "vault",

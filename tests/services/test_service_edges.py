@@ -9,8 +9,9 @@ from sqlalchemy import func, select
 
 from slugline.errors import Conflict, Invalid
 from slugline.models import ApiKey
-from slugline.services import accounts, links
-from slugline.services.runtime import Caller, Runtime
+from slugline.services import accounts, keys, links
+from slugline.caller import Caller
+from slugline.runtime import Runtime
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def test_password_on_a_non_password_link_is_refused_on_create(runtime: Runtime, 
 def test_concurrent_key_generation_leaves_exactly_one_key(runtime: Runtime, caller: Caller) -> None:
     def generate(_: int) -> str:
         try:
-            return str(accounts.create_key(runtime, caller, {"scope": "full"})["key"])
+            return str(keys.create_key(runtime, caller, {"scope": "full"})["key"])
         except Conflict:
             return "conflict"
 

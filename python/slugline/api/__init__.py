@@ -1,0 +1,14 @@
+"""The REST API: one router per resource under `api/v1/`, each a thin translation of `slugline.services`."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from slugline.api.v1 import analytics, analyze, auth, clicks, health, keys, links, me, public, qr, search
+
+API_PREFIX = "/api/v1"
+
+
+def routers() -> list[APIRouter]:
+    return [module.router for module in (health, auth, me, keys, links, clicks, qr, analytics, search, public,
+                                         analyze)]

@@ -12,20 +12,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
-import anyio
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from slugline.api.deps import MAX_BODY, request_base
-from slugline.api.responses import error
 from slugline.errors import ServiceError
 from slugline.mcp.tools import CALLER_KEY, RUNTIME_KEY, build_server
+from slugline.runtime import Runtime
 from slugline.services import accounts
-from slugline.services.runtime import Caller, Runtime
 from slugline.settings import Settings
+from slugline.web.identity import identify
+from slugline.web.request import MAX_BODY
+from slugline.web.responses import error
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 REFUSALS = {
@@ -92,7 +92,9 @@ class McpEndpoint:
         if refused := await self._refusal(request, is_post=False):
             return refused
         try:
-            caller = await anyio.to_thread.run_sync(self._authenticate, request, self.runtime)
+            # 401 for a missing or invalid key; 403 for a session token or a plan without API access.
+            caller = (await identify(self.runtime, request.scope)).require()
+            accounts.require_api_key(caller)
         except ServiceError as exc:
             return error(exc.status, exc.message, exc.headers)
         if refused := await self._refusal(request, is_post=True):
@@ -107,10 +109,3 @@ class McpEndpoint:
             return None
         host, origin = request.headers.get("host", ""), request.headers.get("origin", "")
         return error(problem.status_code, REFUSALS[problem.status_code].format(host=host, origin=origin))
-
-    @staticmethod
-    def _authenticate(request: Request, rt: Runtime) -> Caller:
-        """401 for a missing or invalid key; 403 for a session token or a plan without API access."""
-        caller = accounts.authenticate(rt, request.headers.get("authorization"), request_base(request, rt))
-        accounts.require_api_key(caller)
-        return caller

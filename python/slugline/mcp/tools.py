@@ -11,10 +11,11 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from slugline import __version__
+from slugline.caller import Caller
 from slugline.errors import Invalid, ServiceError
 from slugline.mcp import inputs, outputs
+from slugline.runtime import Runtime
 from slugline.services import accounts, analytics, links
-from slugline.services.runtime import Caller, Runtime
 
 CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
 RUNTIME_KEY = "slugline.runtime"
@@ -52,7 +53,7 @@ async def _run(ctx: Context, operation: Operation) -> Any:
 def _link_id(arguments: dict[str, Any]) -> str:
     link_id = arguments.pop("id", None)
     if not isinstance(link_id, str) or not link_id:
-        raise Invalid("id is required: the link's id (lnk_...), as returned by list_links or create_link")
+        raise Invalid("id is required: " + inputs.LINK_ID["description"].lower())
     return link_id
 
 

@@ -1,4 +1,4 @@
-"""Accounts, session tokens, API keys, and turning a Bearer token into a Caller."""
+"""Accounts and session tokens, the plan gate, and turning a Bearer token into a Caller (the one place that does)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,23 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from slugline import _core
+from slugline.caller import Caller, Scope
+from slugline.clock import as_utc, isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, NotFound, Unauthorized
 from slugline.models import Account, ApiKey, SessionToken
-from slugline.schemas import Credentials, KeyRequest, Login
-from slugline.services.runtime import Caller, Runtime, Scope, as_utc, isoformat, utcnow
+from slugline.runtime import Runtime
+from slugline.schemas import Credentials, Login
 from slugline.services.validation import parse
 from slugline.settings import PLAN_RANK
 
-KEY_PREFIXES = {"full": "svc_live_", "public": "svc_pub_"}
+LAST_USED_EVERY = timedelta(minutes=1)  # a key's last_used_at is written at most this often
+
+
 @cache
 def _dummy_hash() -> str:
     """A real hash to verify against when the username is unknown, so a login takes the same time either way
     (made on first use, not at import: every worker and CLI call would pay for it)."""
     return _core.hash_password("slugline-timing-equaliser")
-_LAST_USED_EVERY = timedelta(minutes=1)
 
 
 def account_dict(account: Account, scope: Scope | None = None) -> dict[str, Any]:
@@ -107,21 +110,10 @@ def authenticate(rt: Runtime, authorization: str | None, base_url: str) -> Calle
             if key is None or not _core.verify_key(rt.secret, token, key.key_hash):
                 raise Unauthorized("invalid or revoked API key")
             now = utcnow()
-            if key.last_used_at is None or now - as_utc(key.last_used_at) > _LAST_USED_EVERY:
+            if key.last_used_at is None or now - as_utc(key.last_used_at) > LAST_USED_EVERY:
                 key.last_used_at = now
             account = session.get_one(Account, key.account_id)
-        return Caller(account.id, account.username, account.plan, kind, account.created_at, base_url)  # type: ignore[arg-type]
-
-
-def plan_for_token(rt: Runtime, token: str) -> str | None:
-    """The plan behind a key or session token, for rate limiting; None when the token is unknown."""
-    digest = _core.hash_key(rt.secret, token)
-    with rt.db.session() as session:
-        if _core.key_kind(token) == "session":
-            stmt = select(Account.plan).join(SessionToken).where(SessionToken.token_hash == digest)
-        else:
-            stmt = select(Account.plan).join(ApiKey).where(ApiKey.key_hash == digest)
-        return session.scalar(stmt)
+        return Caller(account.id, account.username, account.plan, kind, account.created_at, base_url)
 
 
 def _expired(expires_at: datetime) -> bool:
@@ -141,46 +133,3 @@ def require_api_key(caller: Caller) -> None:
     require_plan(caller)
 
 
-def require_key_manager(caller: Caller) -> None:
-    if caller.scope == "public":
-        raise Forbidden("a public-only key cannot manage API keys")
-
-
-def key_dict(key: ApiKey) -> dict[str, Any]:
-    return {"scope": key.scope, "prefix": KEY_PREFIXES[key.scope], "last4": key.last4,
-            "created_at": isoformat(key.created_at), "last_used_at": isoformat(key.last_used_at)}
-
-
-def list_keys(rt: Runtime, caller: Caller) -> dict[str, Any]:
-    require_key_manager(caller)
-    with rt.db.session() as session:
-        keys = session.scalars(select(ApiKey).where(ApiKey.account_id == caller.account_id).order_by(ApiKey.scope))
-        return {"keys": [key_dict(k) for k in keys]}
-
-
-def create_key(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
-    require_key_manager(caller)
-    scope = parse(KeyRequest, data).scope
-    secret = _core.generate_key(scope)
-    for _ in range(3):  # two generations at once: the later one replaces the earlier, as a replacement should
-        try:
-            with rt.db.session() as session:
-                session.execute(delete(ApiKey).where(ApiKey.account_id == caller.account_id, ApiKey.scope == scope))
-                key = ApiKey(account_id=caller.account_id, scope=scope, key_hash=_core.hash_key(rt.secret, secret),
-                             last4=secret[-4:], created_at=utcnow(), last_used_at=None)
-                session.add(key)
-                session.flush()
-                return {**key_dict(key), "key": secret}
-        except IntegrityError:
-            continue
-    raise Conflict(f"the {scope} key is being replaced by another request; try again")
-
-
-def delete_key(rt: Runtime, caller: Caller, scope: str | None) -> dict[str, Any]:
-    require_key_manager(caller)
-    checked = parse(KeyRequest, {"scope": scope} if scope is not None else {}).scope
-    with rt.db.session() as session:
-        done = session.execute(delete(ApiKey).where(ApiKey.account_id == caller.account_id, ApiKey.scope == checked))
-        if done.rowcount == 0:  # type: ignore[attr-defined]
-            raise NotFound(f"no {checked} key to delete")
-    return {"deleted": True, "scope": checked}

@@ -1,4 +1,4 @@
-"""Analytics, the click log of a link, and its QR code — scoped like links: a public key never sees hidden ones.
+"""Analytics and the click log of a link — scoped like links: a public key never sees hidden ones.
 
 Figures come from the `click_daily` roll-up and leave bots out; unique visitors are distinct visitor hashes
 in the click log. The hash's salt rotates daily, so a person counts once per day they visited.
@@ -11,13 +11,13 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func, select
 
-from slugline.errors import Invalid
+from slugline.caller import Caller
+from slugline.clock import isoformat, utcnow
 from slugline.models import Click, ClickDaily, Link
-from slugline.qr import render_qr
-from slugline.schemas import AnalyticsParams, PageParams, QrParams
+from slugline.runtime import Runtime
+from slugline.schemas import AnalyticsParams, PageParams
 from slugline.services.links import find_link, visible
 from slugline.services.paging import pagination
-from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
 from slugline.services.validation import parse, without_nulls
 
 TOP_LINKS = 10
@@ -82,13 +82,3 @@ def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any])
         "pagination": pagination(params.page, params.per, total),
     }
 
-
-def qr_code(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> tuple[bytes, str]:
-    """The QR image of the link's short URL with `?src=qr`, so scans count as source `qr`: (bytes, media type)."""
-    with rt.db.session() as session:
-        slug = find_link(session, caller, link_id).slug
-    params = parse(QrParams, without_nulls(data))
-    try:
-        return render_qr(f"{caller.base_url}/{slug}?src=qr", params.format, params.size, params.margin)
-    except ValueError as exc:  # e.g. a size too small for the code's modules
-        raise Invalid(str(exc)) from None

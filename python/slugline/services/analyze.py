@@ -6,16 +6,15 @@ from typing import Any
 
 from slugline.errors import Invalid
 from slugline.fetcher import UnsafeURLError, fetch_metadata
+from slugline.runtime import Runtime
 from slugline.schemas import AnalyzeParams
-from slugline.services.meta import USER_AGENT
-from slugline.services.runtime import Runtime
 from slugline.services.validation import parse
 
 
 async def analyze(rt: Runtime, data: Any) -> dict[str, Any]:
     params = parse(AnalyzeParams, data)
     try:
-        meta = await fetch_metadata(params.url, allow_networks=rt.fetch_networks(), user_agent=USER_AGENT)
+        meta = await fetch_metadata(params.url, allow_networks=rt.fetch_networks())
     except UnsafeURLError as exc:
         raise Invalid(f"url: {exc}") from None
     body = meta.to_dict()

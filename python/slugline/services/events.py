@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from slugline.models import Link
-from slugline.services.runtime import Runtime
+from slugline.runtime import Runtime
 
 
 def link_saved(rt: Runtime, account_id: int, version: int, link: Link, old_slug: str | None) -> None:

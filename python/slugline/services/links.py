@@ -10,19 +10,22 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from slugline import _core
+from slugline.caller import Caller
+from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound
 from slugline.models import Account, Link
-from slugline.schemas import HIDDEN_VISIBILITIES, LinkCreate, LinkUpdate, ListParams, non_null_fields
+from slugline.runtime import Runtime
+from slugline.schemas import LinkCreate, LinkUpdate, ListParams, non_null_fields
 from slugline.services import events
 from slugline.services.meta import autofill
 from slugline.services.paging import pagination
-from slugline.services.runtime import Caller, Runtime, isoformat, utcnow
-from slugline.services.search import PUBLIC_LEVELS
 from slugline.services.sqlhelpers import id_in
 from slugline.services.validation import parse, without_nulls
+from slugline.visibility import HIDDEN_LEVELS, PUBLIC_LEVELS, Visibility
 
 NOT_FOUND = "link not found"
 LINK_ID = re.compile(r"lnk_[0-9A-Za-z]{11}")
+SLUG_ATTEMPTS = 3  # a generated slug that is taken is drawn again; 62^7 slugs make a second clash unlikely
 
 
 def link_dict(link: Link, base_url: str) -> dict[str, Any]:
@@ -43,7 +46,8 @@ def visible(caller: Caller) -> list[ColumnElement[bool]]:
 
 
 def _guard_visibility(caller: Caller, data: Any) -> None:
-    if caller.public_only and isinstance(data, dict) and data.get("visibility") in HIDDEN_VISIBILITIES:
+    wanted = data.get("visibility") if isinstance(data, dict) else None
+    if caller.public_only and isinstance(wanted, str) and wanted in HIDDEN_LEVELS:
         raise Forbidden("a public-only key cannot make a link private or password-protected")
 
 
@@ -56,31 +60,38 @@ def _bump(session: Session, account_id: int) -> int:
 def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     _guard_visibility(caller, data)
     body = parse(LinkCreate, without_nulls(data))
-    if body.visibility == "password" and not body.password:
+    if body.visibility == Visibility.PASSWORD and not body.password:
         raise Invalid("password is required when visibility is 'password'")
-    if body.visibility != "password" and body.password is not None:
+    if body.visibility != Visibility.PASSWORD and body.password is not None:
         raise Invalid("password can only be set on a link whose visibility is 'password'")
     fields = body.model_dump(exclude={"auto_meta", "password"}, exclude_none=True)
     if body.auto_meta:
         autofill(rt, fields)
     password_hash = _core.hash_password(body.password) if body.password else None
-    for attempt in range(3):
+    for _ in range(SLUG_ATTEMPTS):
         now = utcnow()
         link = Link(id=_core.generate_link_id(), account_id=caller.account_id, clicks=0, created_at=now,
                     updated_at=now, password_hash=password_hash, **{"hashtags": [], **fields})
         if body.slug is None:
             link.slug = _core.generate_slug()
-        try:
-            with rt.db.session() as session:
-                session.add(link)
-                session.flush()
-                version = _bump(session, caller.account_id)
+        version = _insert(rt, caller, link)
+        if version is not None:
             events.link_saved(rt, caller.account_id, version, link, None)
             return link_dict(link, caller.base_url)
-        except IntegrityError:
-            if body.slug is not None or attempt == 2:
-                raise Conflict(f"slug '{link.slug}' is already taken") from None
-    raise AssertionError("unreachable")
+        if body.slug is not None:
+            break
+    raise Conflict(f"slug '{link.slug}' is already taken")
+
+
+def _insert(rt: Runtime, caller: Caller, link: Link) -> int | None:
+    """The account's new links version, or None when the slug is taken."""
+    try:
+        with rt.db.session() as session:
+            session.add(link)
+            session.flush()
+            return _bump(session, caller.account_id)
+    except IntegrityError:
+        return None
 
 
 def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
@@ -141,7 +152,7 @@ def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[st
 
 def _apply_password(link: Link, body: LinkUpdate, sent: set[str]) -> None:
     target = body.visibility if "visibility" in sent else link.visibility
-    if target == "password":
+    if target == Visibility.PASSWORD:
         if body.password:
             link.password_hash = _core.hash_password(body.password)
         elif not link.password_hash:

@@ -6,12 +6,11 @@ import asyncio
 import logging
 from typing import Any
 
-from slugline import __version__
+from slugline.bounds import MAX_DESCRIPTION, MAX_TITLE
 from slugline.fetcher import UnsafeURLError, fetch_metadata
-from slugline.services.runtime import Runtime
+from slugline.runtime import Runtime
 
 log = logging.getLogger(__name__)
-USER_AGENT = f"Slugline/{__version__} (+link preview)"
 
 
 def autofill(rt: Runtime, fields: dict[str, Any]) -> None:
@@ -19,8 +18,7 @@ def autofill(rt: Runtime, fields: dict[str, Any]) -> None:
     if fields.get("title") and fields.get("description"):
         return
     try:
-        meta = asyncio.run(fetch_metadata(fields["destination_url"], allow_networks=rt.fetch_networks(),
-                                          user_agent=USER_AGENT))
+        meta = asyncio.run(fetch_metadata(fields["destination_url"], allow_networks=rt.fetch_networks()))
     except UnsafeURLError as exc:
         log.info("auto_meta skipped: %s", exc)
         return
@@ -28,6 +26,6 @@ def autofill(rt: Runtime, fields: dict[str, Any]) -> None:
         log.exception("auto_meta fetch failed")
         return
     if meta.title and not fields.get("title"):
-        fields["title"] = meta.title[:255]
+        fields["title"] = meta.title[:MAX_TITLE]
     if meta.description and not fields.get("description"):
-        fields["description"] = meta.description[:1024]
+        fields["description"] = meta.description[:MAX_DESCRIPTION]

@@ -8,8 +8,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline import migrate
-from slugline.api.app import create_app
-from slugline.services.runtime import Runtime
+from slugline.app import create_app
+from slugline.runtime import Runtime
 from tests.api.v1.test_links import create
 from tests.conftest import Account, make_settings
 

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from slugline.api.deps import ApiCaller, RuntimeDep
-from slugline.api.responses import JSON
+from slugline.web.responses import JSON
 from slugline.schemas import AnalyticsParams
 from slugline.services import analytics
 

@@ -5,10 +5,10 @@ from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import JsonBody, RuntimeDep
 from slugline.api.openapi import body_schema
-from slugline.api.responses import JSON
-from slugline.errors import RateLimited
 from slugline.schemas import Credentials
-from slugline.services import accounts
+from slugline.services import accounts, limits
+from slugline.web.request import client_ip
+from slugline.web.responses import JSON
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 
@@ -21,10 +21,6 @@ def register(rt: RuntimeDep, body: JsonBody) -> JSON:
 
 @router.post("/login", openapi_extra=body_schema(Credentials), summary="Log in; returns a session token")
 async def login(rt: RuntimeDep, request: Request, body: JsonBody) -> JSON:
-    # Attempts per IP and username, checked before the password, so guessing is slow whatever the answer.
-    username = str(body.get("username", "")).lower()[:64] if isinstance(body, dict) else ""
-    ip = request.client.host if request.client else "unknown"
-    decision = await rt.limiter.hit(f"login:{ip}:{username}", rt.settings.rate_limit_login)
-    if not decision.allowed:
-        raise RateLimited("too many login attempts", decision.retry_after)
+    username = str(body.get("username", "")) if isinstance(body, dict) else ""
+    await limits.check_login(rt, client_ip(request.scope), username)
     return JSON(await run_in_threadpool(accounts.login, rt, body))

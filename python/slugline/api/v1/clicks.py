@@ -4,7 +4,7 @@ from fastapi import APIRouter, Request
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
-from slugline.api.responses import JSON
+from slugline.web.responses import JSON
 from slugline.schemas import PageParams
 from slugline.services import analytics
 

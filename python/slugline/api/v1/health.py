@@ -6,7 +6,7 @@ from sqlalchemy import text
 
 from slugline import __version__
 from slugline.api.deps import RuntimeDep
-from slugline.api.responses import JSON
+from slugline.web.responses import JSON
 
 router = APIRouter(tags=["health"])
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
 from slugline.api.openapi import body_schema
-from slugline.api.responses import JSON
+from slugline.web.responses import JSON
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams
 from slugline.services import links
 

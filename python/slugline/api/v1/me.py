@@ -2,11 +2,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from slugline.api.deps import AnyCaller, JsonBody, RuntimeDep
-from slugline.api.openapi import body_schema
-from slugline.api.responses import JSON
-from slugline.schemas import KeyRequest
+from slugline.api.deps import AnyCaller
 from slugline.services import accounts
+from slugline.web.responses import JSON
 
 router = APIRouter(tags=["account"])
 
@@ -14,19 +12,3 @@ router = APIRouter(tags=["account"])
 @router.get("/me", summary="The authenticated account: username, plan, key scope")
 def me(caller: AnyCaller) -> JSON:
     return JSON(accounts.me(caller))
-
-
-@router.get("/api-key", summary="List the account's API keys (never the secrets)")
-def list_keys(rt: RuntimeDep, caller: AnyCaller) -> JSON:
-    return JSON(accounts.list_keys(rt, caller))
-
-
-@router.post("/api-key", status_code=201, openapi_extra=body_schema(KeyRequest),
-             summary="Generate the full or public key; replaces that scope's old key; the secret is shown once")
-def create_key(rt: RuntimeDep, caller: AnyCaller, body: JsonBody) -> JSON:
-    return JSON(accounts.create_key(rt, caller, body), status_code=201)
-
-
-@router.delete("/api-key", summary="Revoke the key of one scope")
-def delete_key(rt: RuntimeDep, caller: AnyCaller, scope: str | None = None) -> JSON:
-    return JSON(accounts.delete_key(rt, caller, scope))

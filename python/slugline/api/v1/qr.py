@@ -6,7 +6,7 @@ from starlette.responses import Response
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
 from slugline.schemas import QrParams
-from slugline.services import analytics
+from slugline.services import qr as qr_service
 
 router = APIRouter(prefix="/links", tags=["links"])
 
@@ -15,5 +15,5 @@ router = APIRouter(prefix="/links", tags=["links"])
             response_class=Response, responses={200: {"content": {"image/png": {}, "image/svg+xml": {}}}},
             summary="QR code (PNG or SVG) of the short URL; scans count as source 'qr'")
 def qr_code(rt: RuntimeDep, caller: ApiCaller, link_id: str, request: Request) -> Response:
-    image, media_type = analytics.qr_code(rt, caller, link_id, dict(request.query_params))
+    image, media_type = qr_service.qr_code(rt, caller, link_id, dict(request.query_params))
     return Response(image, media_type=media_type)

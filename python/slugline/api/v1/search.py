@@ -5,13 +5,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from slugline.api.deps import ApiCaller, RuntimeDep
-from slugline.api.responses import JSON
+from slugline.web.responses import JSON
 from slugline.schemas import SearchParams
-from slugline.services import finder
+from slugline.services import search as search_service
 
 router = APIRouter(tags=["search"])
 
 
 @router.get("/search", summary="Ranked search over the caller's links, with highlights; prefix and one-typo matching")
 def search(rt: RuntimeDep, caller: ApiCaller, params: Annotated[SearchParams, Query()]) -> JSON:
-    return JSON(finder.search_links(rt, caller, params.model_dump()))
+    return JSON(search_service.search_links(rt, caller, params.model_dump()))

@@ -12,13 +12,16 @@ import logging
 import re
 import time
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from slugline import _core
-from slugline.clicks import ClickRecorder
-from slugline.linkcache import Entry, LinkCache, Missing, ascii_url
-from slugline.services.runtime import Runtime
-from slugline.unlock import Unlocker, form_page, read_form
+from slugline.clicks.buffer import ClickRecorder
+from slugline.redirects.accept import prefers_json
+from slugline.redirects.linkcache import Entry, LinkCache, Missing
+from slugline.redirects.unlock import Unlocker, form_page, read_form
+from slugline.redirects.urls import merge_query
+from slugline.runtime import Runtime
+from slugline.visibility import Visibility
+from slugline.web.request import client_ip
 
 SLUG_PATH = re.compile(r"/([A-Za-z0-9_-]{1,64})")
 ANSWERED = frozenset({"GET", "HEAD", "POST"})
@@ -88,9 +91,9 @@ class Redirects:
         entry = self.cache.peek(slug)
         if isinstance(entry, Missing):
             entry = await self.cache.load(slug)
-        if entry is None or entry.visibility == "private":
+        if entry is None or entry.visibility == Visibility.PRIVATE:
             await not_found(scope, send)
-        elif entry.visibility == "password":
+        elif entry.visibility == Visibility.PASSWORD:
             await self.protected(slug, entry, scope, receive, send)
         elif scope["method"] == "POST":
             await respond(scope, send, 405, b'{"error":"method not allowed"}', b"application/json",
@@ -111,9 +114,8 @@ class Redirects:
                     agent = value
                 elif name == b"referer":
                     referrer = value
-            client = scope.get("client")
             # Recorded before the response goes out, so a 302 a client received is never missing from the counts.
-            self.clicks.record((entry.link_id, time.time(), agent, referrer, utm, via_qr, client[0] if client else ""))
+            self.clicks.record((entry.link_id, time.time(), agent, referrer, utm, via_qr, client_ip(scope)))
         await send({"type": "http.response.start", "status": 302,
                     "headers": [(b"location", location), *REDIRECT_HEADERS, *extra]})
         await send({"type": "http.response.body", "body": b""})
@@ -121,13 +123,12 @@ class Redirects:
     async def protected(self, slug: str, entry: Entry, scope: Scope, receive: Any, send: Any) -> None:
         query = scope["query_string"]
         if scope["method"] != "POST":
-            if self.unlocker.is_unlocked(entry, header(scope, b"cookie")):
+            if self.unlocker.is_unlocked(entry, header(scope, b"cookie", b"; ")):
                 await self.redirect(entry, scope, send)
             else:
                 await respond(scope, send, 200, form_page(slug, query), HTML, PAGE_HEADERS)
             return
-        client = scope.get("client")
-        decision = await self.unlocker.attempt(entry, client[0] if client else "")
+        decision = await self.unlocker.attempt(entry, client_ip(scope))
         if not decision.allowed:
             page = form_page(slug, query, f"Too many attempts. Try again in {decision.retry_after} seconds.")
             await respond(scope, send, 429, page, HTML, [*PAGE_HEADERS, (b"retry-after", b"%d" % decision.retry_after)])
@@ -140,59 +141,9 @@ class Redirects:
         await self.redirect(entry, scope, send, ((b"set-cookie", cookie),))
 
 
-def header(scope: Scope, name: bytes) -> bytes:
-    return b", ".join(value for key, value in scope["headers"] if key == name)
-
-
-def merge_query(destination: str, query: bytes) -> tuple[bytes, str | None, bool]:
-    """The destination with the short URL's query merged in (the short URL's values win); `src=qr` is dropped
-    and reported as a QR scan. Also returns `utm_source`, for the click's source."""
-    pairs = parse_qsl(query.decode("utf-8", "replace"), keep_blank_values=True)
-    via_qr = ("src", "qr") in pairs
-    pairs = [pair for pair in pairs if pair != ("src", "qr")]
-    utm = next((value for key, value in pairs if key == "utm_source"), None)
-    if pairs:
-        parts = urlsplit(destination)
-        keys = {key for key, _ in pairs}
-        own = parts.query
-        if own and any(key in keys for key, _ in parse_qsl(own, keep_blank_values=True)):
-            own = urlencode([pair for pair in parse_qsl(own, keep_blank_values=True) if pair[0] not in keys])
-        destination = urlunsplit(parts._replace(query="&".join(filter(None, [own, urlencode(pairs)]))))
-    return ascii_url(destination).encode("ascii"), utm, via_qr
-
-
-def prefers_json(accept: bytes) -> bool:
-    """False only when the Accept header explicitly ranks HTML (text/html, application/xhtml+xml) strictly above
-    JSON. JSON is accepted at the q of the most specific range that covers it: a JSON type (application/json,
-    `+json`), else `application/*`, else `*/*`. No header, ties and malformed headers all mean JSON."""
-    html = 0.0
-    json: tuple[int, float] = (-1, 0.0)  # (specificity, highest q at that specificity)
-    for item in accept.decode("latin-1").lower().split(","):
-        media, *params = (part.strip() for part in item.split(";"))
-        q = _quality(params)
-        if q is None:
-            continue
-        if media in ("text/html", "application/xhtml+xml"):
-            html = max(html, q)
-            continue
-        level = _JSON_RANGES.get(media, 2 if media.startswith("application/") and media.endswith("+json") else -1)
-        if level >= 0 and (level, q) > json:
-            json = (level, q)
-    return not html > json[1]
-
-
-_JSON_RANGES = {"*/*": 0, "application/*": 1, "application/json": 2}
-_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
-
-
-def _quality(params: list[str]) -> float | None:
-    """The entry's q (1.0 when absent); None when it is not a valid qvalue, so the entry is ignored."""
-    for param in params:
-        name, sep, value = param.partition("=")
-        if sep and name.strip() == "q":
-            value = value.strip()
-            return float(value) if value.isascii() and _QVALUE.fullmatch(value) else None
-    return 1.0
+def header(scope: Scope, name: bytes, joiner: bytes = b", ") -> bytes:
+    """Every field of that name, joined; cookies (which HTTP/2 may split into fields) are joined with `; `."""
+    return joiner.join(value for key, value in scope["headers"] if key == name)
 
 
 async def not_found(scope: Scope, send: Any) -> None:

@@ -12,10 +12,12 @@ from sqlalchemy import Connection, Table, bindparam, delete, select, text, updat
 from sqlalchemy.dialects import postgresql, sqlite
 
 from slugline import _core
+from slugline.bounds import MAX_BROWSER, MAX_OS, MAX_REFERRER, MAX_SOURCE
 from slugline.db import Database
 from slugline.models import ClickDaily, Link, VisitorSalt
 
 EPOCH = date(1970, 1, 1).toordinal()
+SALTS_KEPT = 3  # days of salts a worker remembers: today, and the days a late batch may still carry
 links, daily, salts = (cast(Table, model.__table__) for model in (Link, ClickDaily, VisitorSalt))
 
 # `clicks + 0` for links that only had bot clicks still locks the row (PostgreSQL) or starts the write
@@ -30,9 +32,11 @@ _INSERT_CLICKS = {
     "sqlite": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES (?1, "
               "strftime('%Y-%m-%d %H:%M:%S', CAST(?2 AS INTEGER), 'unixepoch') || "
               "printf('.%06d', CAST((?2 - CAST(?2 AS INTEGER)) * 1000000 AS INTEGER)), "
-              "?3, substr(?4, 1, 32), substr(?5, 1, 32), substr(?6, 1, 255), substr(?7, 1, 255), ?8)",
+              f"?3, substr(?4, 1, {MAX_BROWSER}), substr(?5, 1, {MAX_OS}), substr(?6, 1, {MAX_SOURCE}), "
+              f"substr(?7, 1, {MAX_REFERRER}), ?8)",
     "postgresql": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES "
-                  "(%s, to_timestamp(%s), %s, left(%s, 32), left(%s, 32), left(%s, 255), left(%s, 255), %s)",
+                  f"(%s, to_timestamp(%s), %s, left(%s, {MAX_BROWSER}), left(%s, {MAX_OS}), left(%s, {MAX_SOURCE}), "
+                  f"left(%s, {MAX_REFERRER}), %s)",
 }
 
 
@@ -58,7 +62,7 @@ class SaltBook:
                 with db.engine.begin() as conn:
                     for day in missing:
                         self._known[day] = _salt(conn, day)
-                for old in sorted(self._known)[:-3]:
+                for old in sorted(self._known)[:-SALTS_KEPT]:
                     del self._known[old]
             return dict(self._known)
 
@@ -102,6 +106,6 @@ def write_batch(db: Database, batch: _core.ClickBatch) -> int:
         stmt = upsert_insert(conn)(daily)
         stmt = stmt.on_conflict_do_update(index_elements=["link_id", "day", "device", "source"],
                                           set_={"clicks": daily.c.clicks + stmt.excluded.clicks})
-        conn.execute(stmt, [{"link_id": link_id, "day": day_of(day), "device": device, "source": source[:255],
+        conn.execute(stmt, [{"link_id": link_id, "day": day_of(day), "device": device, "source": source[:MAX_SOURCE],
                              "clicks": count} for link_id, day, device, source, count in rollup if link_id in alive])
     return len(rows)

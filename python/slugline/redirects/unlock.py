@@ -14,9 +14,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from slugline import _core
-from slugline.linkcache import Entry
-from slugline.ratelimit import Decision, RateLimiter, make_rate_limiter
-from slugline.services.runtime import Runtime
+from slugline.ratelimit import Decision
+from slugline.redirects.linkcache import Entry
+from slugline.runtime import Runtime
+from slugline.services import limits
 
 COOKIE_SECONDS = 24 * 3600
 MAX_FORM = 4096
@@ -58,10 +59,8 @@ async def read_form(receive: Any) -> dict[str, list[str]] | None:
 
 class Unlocker:
     def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
         self._secret = rt.secret
-        self._per_minute = rt.settings.rate_limit_login
-        limiter: RateLimiter | None = getattr(rt, "limiter", None)
-        self._limiter = limiter or make_rate_limiter(rt.settings.redis_url)
 
     def _signature(self, entry: Entry, expires: int) -> str:
         return _core.keyed_hash(self._secret, f"unlock\n{entry.link_id}\n{entry.password_hash}\n{expires}")
@@ -91,7 +90,7 @@ class Unlocker:
         return f"{self.cookie_name(entry)}={value}; {flags}".encode()
 
     async def attempt(self, entry: Entry, ip: str) -> Decision:
-        return await self._limiter.hit(f"unlock:{ip}:{entry.link_id}", self._per_minute)
+        return await limits.unlock_attempt(self._rt, ip, entry.link_id)
 
     @staticmethod
     async def check(entry: Entry, password: str) -> bool:

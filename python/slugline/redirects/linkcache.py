@@ -13,16 +13,15 @@ import itertools
 import time
 from collections.abc import Callable
 from typing import NamedTuple
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from sqlalchemy import bindparam, select
 
 from slugline.db import Database
 from slugline.models import Link
+from slugline.redirects.urls import ascii_url
 
 TTL = 0.9  # seconds; below the 1 s promise, leaving room for the SELECT itself
 MAX_ENTRIES = 100_000
-URL_SAFE = "!#$%&'()*+,-./:;=?@[]_~"  # everything a valid URL may hold unescaped; the rest is percent-encoded
 
 
 class Entry(NamedTuple):
@@ -38,23 +37,6 @@ class Missing:
 
 
 MISSING = Missing()  # `peek` found nothing fresh; distinct from None, which is a cached "no such link"
-
-
-def ascii_url(url: str) -> str:
-    """The URL as ASCII for a `Location` header: IDNA host, everything else percent-encoded as UTF-8."""
-    if not url.isascii():
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if ":" in host:  # an IPv6 literal: ASCII already, and it keeps its brackets
-            host = f"[{quote(host, safe=':.%')}]"
-        else:
-            try:
-                host = host.encode("idna").decode("ascii")
-            except UnicodeError:
-                host = quote(host, safe="")
-        netloc = host if parts.port is None else f"{host}:{parts.port}"
-        url = urlunsplit(parts._replace(netloc=netloc))
-    return quote(url, safe=URL_SAFE)
 
 
 _SELECT = select(Link.id, Link.destination_url, Link.visibility, Link.password_hash).where(

@@ -7,8 +7,8 @@ A failed write keeps the clicks for the next round. A batch that fails `MAX_BATC
 written one click at a time instead: clicks the database still refuses while it answers are dropped (and counted
 in the log), so one bad row cannot hold back every click after it; while the database is unreachable nothing is
 dropped. Shutdown (the lifespan ending, e.g. on SIGTERM) flushes whatever is left. The client IP is the ASGI
-`client` address: behind a proxy, run Granian with its forwarded-headers support so that is the visitor's
-address. The IP only feeds the visitor hash.
+`client` address (behind proxies listed in `SLUGLINE_TRUSTED_PROXIES`, the app puts the forwarded address there);
+it only feeds the visitor hash and is never stored.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from slugline import _core
-from slugline.clickstore import SaltBook, reachable, write_batch
-from slugline.services.runtime import Runtime
+from slugline.clicks.store import SaltBook, reachable, write_batch
+from slugline.clock import epoch_day
+from slugline.runtime import Runtime
 
 log = logging.getLogger("slugline.clicks")
 
@@ -116,11 +117,13 @@ class ClickRecorder:
             log.error("dropped %d of %d clicks that the database refused even one at a time", dropped, total)
 
     def _write(self, raw: list[RawClick]) -> int:
-        salts = self._salts.get(self._rt.db, {int(click[1] // 86400) for click in raw})
+        salts = self._salts.get(self._rt.db, {epoch_day(click[1]) for click in raw})
         batch = _core.ClickBatch()
         for link_id, ts, agent, referrer, utm, via_qr, ip in raw:
-            salt = salts[int(ts // 86400)]
-            batch.add(link_id, ts, agent.decode("latin-1"), referrer.decode("latin-1") or None, utm, via_qr, salt, ip)
+            salt = salts[epoch_day(ts)]
+            batch.add(link_id=link_id, timestamp=ts, user_agent=agent.decode("latin-1"),
+                      referrer=referrer.decode("latin-1") or None, utm_source=utm, via_qr=via_qr, visitor_salt=salt,
+                      ip=ip)
         return write_batch(self._rt.db, batch)
 
 

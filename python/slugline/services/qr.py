@@ -1,22 +1,41 @@
-"""QR code images of short URLs, as PNG or SVG."""
+"""QR codes of short links, as PNG or SVG: the image of the short URL with `?src=qr`, so scans count as
+source `qr`."""
 
 from __future__ import annotations
 
 import io
 from typing import Literal
 
+from typing import Any
+
 import qrcode
 import qrcode.constants
 from PIL import Image
 
-MIN_SIZE, MAX_SIZE = 64, 2048
-MAX_MARGIN = 16
+from slugline.bounds import MAX_QR_MARGIN, MAX_QR_SIZE, MIN_QR_SIZE
+from slugline.caller import Caller
+from slugline.errors import Invalid
+from slugline.runtime import Runtime
+from slugline.schemas import QrParams
+from slugline.services.links import find_link
+from slugline.services.validation import parse, without_nulls
+
+
+def qr_code(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> tuple[bytes, str]:
+    """The QR image of the link's short URL: (bytes, media type)."""
+    with rt.db.session() as session:
+        slug = find_link(session, caller, link_id).slug
+    params = parse(QrParams, without_nulls(data))
+    try:
+        return render_qr(f"{caller.base_url}/{slug}?src=qr", params.format, params.size, params.margin)
+    except ValueError as exc:  # e.g. a size too small for the code's modules
+        raise Invalid(str(exc)) from None
 
 
 def qr_matrix(data: str, margin: int = 4) -> list[list[bool]]:
     """Dark (True) and light modules, quiet zone of `margin` modules included."""
-    if not 0 <= margin <= MAX_MARGIN:
-        raise ValueError(f"margin must be between 0 and {MAX_MARGIN}")
+    if not 0 <= margin <= MAX_QR_MARGIN:
+        raise ValueError(f"margin must be between 0 and {MAX_QR_MARGIN}")
     code = qrcode.QRCode(error_correction=qrcode.constants.ERROR_CORRECT_M, box_size=1, border=margin)
     code.add_data(data)
     code.make(fit=True)
@@ -25,8 +44,8 @@ def qr_matrix(data: str, margin: int = 4) -> list[list[bool]]:
 
 def render_qr(data: str, fmt: Literal["png", "svg"], size: int = 256, margin: int = 4) -> tuple[bytes, str]:
     """The QR code of `data` as a `size`×`size` image; returns (bytes, media type)."""
-    if not MIN_SIZE <= size <= MAX_SIZE:
-        raise ValueError(f"size must be between {MIN_SIZE} and {MAX_SIZE}")
+    if not MIN_QR_SIZE <= size <= MAX_QR_SIZE:
+        raise ValueError(f"size must be between {MIN_QR_SIZE} and {MAX_QR_SIZE}")
     if fmt not in ("png", "svg"):
         raise ValueError("format must be png or svg")
     matrix = qr_matrix(data, margin)

@@ -1,4 +1,9 @@
-"""The ASGI application: FastAPI for /api/v1 and the MCP endpoint at /mcp, with every error as {"error": ...}."""
+"""The one module that knows every interface: it assembles the ASGI application Granian serves.
+
+Outside in: the trusted-proxy wrapper (when configured), the redirect layer answering `/{slug}`, then FastAPI with
+the rate-limit middleware, the REST API under /api/v1 and the MCP endpoint at /mcp. The lifespan starts the
+runtime, the MCP session manager and the click flusher in every worker, and flushes clicks on the way out.
+"""
 
 from __future__ import annotations
 
@@ -14,22 +19,24 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from slugline import __version__
-from slugline.api.ratelimit import RateLimitMiddleware
-from slugline.api.responses import JSON, error
-from slugline.api.v1 import analytics, auth, clicks, health, links, me, public, qr, search
-from slugline.clicks import recording
+from slugline.api import API_PREFIX, routers
+from slugline.clicks.buffer import recording
 from slugline.errors import ServiceError, describe_validation
 from slugline.mcp import McpEndpoint
-from slugline.redirect import RedirectLayer
-from slugline.services.runtime import Runtime
+from slugline.redirects.layer import RedirectLayer
+from slugline.runtime import Runtime
 from slugline.settings import Settings, get_settings
+from slugline.web.ratelimit import RateLimitMiddleware
+from slugline.web.responses import JSON, error
 
 log = logging.getLogger("slugline")
-API = "/api/v1"
 HTTP_MESSAGES = {404: "not found", 405: "method not allowed"}
+MCP_PATHS = ("/mcp", "/mcp/")  # both answer directly: MCP clients do not follow redirects
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Every error, whatever raised it, is `{"error": ...}` with the status the contract names."""
+
     @app.exception_handler(ServiceError)
     async def service_error(_: Request, exc: ServiceError) -> JSON:
         return error(exc.status, exc.message, exc.headers)
@@ -53,8 +60,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 def create_api(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+    """FastAPI with the REST API and the MCP endpoint; `runtime` is for tests that share one across apps."""
     settings = settings or get_settings()
-
     mcp = McpEndpoint(settings)
 
     @asynccontextmanager
@@ -68,13 +75,13 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
             if runtime is None:
                 await rt.aclose()
 
-    app = FastAPI(title="Slugline", version=__version__, lifespan=lifespan, docs_url=f"{API}/docs",
-                  redoc_url=None, openapi_url=f"{API}/openapi.json",
+    app = FastAPI(title="Slugline", version=__version__, lifespan=lifespan, docs_url=f"{API_PREFIX}/docs",
+                  redoc_url=None, openapi_url=f"{API_PREFIX}/openapi.json",
                   description="Short links with analytics, QR codes and a remote MCP endpoint.")
-    for module in (health, auth, me, links, clicks, qr, analytics, search, public):
-        app.include_router(module.router, prefix=API)
-    # Both spellings answer directly (MCP clients do not follow redirects); a Route of an ASGI app takes every method.
-    app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in ("/mcp", "/mcp/"))
+    for router in routers():
+        app.include_router(router, prefix=API_PREFIX)
+    # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself.
+    app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     install_error_handlers(app)
     app.add_middleware(RateLimitMiddleware)
     return app

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from slugline.api.deps import RuntimeDep, get_caller
+from slugline.schemas import AnalyzeParams
+from slugline.services import analyze as analyze_service
+from slugline.services import limits
+from slugline.web.request import client_ip
+from slugline.web.responses import JSON
+
+router = APIRouter(tags=["public"])
+
+
+async def analyze_caller(request: Request, rt: RuntimeDep) -> None:
+    """A key is optional; a given one must be valid. Anonymous callers get a hard per-IP limit."""
+    if request.headers.get("authorization"):
+        await get_caller(request, rt)
+        return
+    await limits.check_anonymous_analyze(rt, client_ip(request.scope))
+
+
+@router.get("/analyze", dependencies=[Depends(analyze_caller)],
+            summary="Fetch a public page's title, description, image, favicon and redirects (key optional)")
+async def analyze(rt: RuntimeDep, params: Annotated[AnalyzeParams, Query()]) -> JSON:
+    return JSON(await analyze_service.analyze(rt, params.model_dump()))

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from slugline.api.deps import AnyCaller, JsonBody, RuntimeDep
+from slugline.api.openapi import body_schema
+from slugline.schemas import KeyRequest
+from slugline.services import keys
+from slugline.web.responses import JSON
+
+router = APIRouter(tags=["account"])
+
+
+@router.get("/api-key", summary="List the account's API keys (never the secrets)")
+def list_keys(rt: RuntimeDep, caller: AnyCaller) -> JSON:
+    return JSON(keys.list_keys(rt, caller))
+
+
+@router.post("/api-key", status_code=201, openapi_extra=body_schema(KeyRequest),
+             summary="Generate the full or public key; replaces that scope's old key; the secret is shown once")
+def create_key(rt: RuntimeDep, caller: AnyCaller, body: JsonBody) -> JSON:
+    return JSON(keys.create_key(rt, caller, body), status_code=201)
+
+
+@router.delete("/api-key", summary="Revoke the key of one scope")
+def delete_key(rt: RuntimeDep, caller: AnyCaller, scope: str | None = None) -> JSON:
+    return JSON(keys.delete_key(rt, caller, scope))

@@ -1,0 +1,36 @@
+"""Every length and range the service enforces, named once: input models, columns, the fetcher and the click
+store all read them from here, so a documented bound and an enforced one cannot drift apart."""
+
+from __future__ import annotations
+
+# Links
+MAX_URL = 2048
+MAX_SLUG = 64
+MAX_TITLE = 255
+MAX_DESCRIPTION = 1024
+MAX_NOTE = 4096
+MAX_TAGS = 30
+MAX_TAG = 64
+MIN_LINK_PASSWORD, MAX_LINK_PASSWORD = 4, 128
+
+# Accounts
+MIN_USERNAME, MAX_USERNAME = 3, 32
+MIN_PASSWORD = 8
+MAX_PASSWORD = 1024  # argon2 would take any length; this only bounds the work one request can ask for
+
+# Queries
+MAX_QUERY = 512
+MAX_PER = 100
+MAX_PAGE = 1_000_000
+MAX_SEARCH_LIMIT = 100
+MAX_DAYS = 365
+
+# Clicks (stored values are cut to these lengths)
+MAX_SOURCE = 255
+MAX_REFERRER = 255
+MAX_BROWSER = 32
+MAX_OS = 32
+
+# QR images
+MIN_QR_SIZE, MAX_QR_SIZE = 64, 2048
+MAX_QR_MARGIN = 16

@@ -1,0 +1,27 @@
+"""Time as the service stores and shows it: always UTC, ISO 8601 with a `Z` on the way out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+SECONDS_PER_DAY = 86_400
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything stored is UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def isoformat(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return as_utc(moment).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def epoch_day(unix_time: float) -> int:
+    """Days since 1970-01-01 (UTC) of a unix time."""
+    return int(unix_time // SECONDS_PER_DAY)

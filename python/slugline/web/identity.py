@@ -1,0 +1,54 @@
+"""Who is calling: the request's Bearer token resolved to a Caller once, kept on the ASGI scope for everyone after.
+
+The rate-limit middleware resolves it first (it needs the plan); the REST dependencies and the MCP gate read the
+same answer. Resolving checks the token only (401); plan and scope rules are the service layer's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import anyio.to_thread
+
+from slugline import _core
+from slugline.caller import Caller
+from slugline.errors import Unauthorized
+from slugline.runtime import Runtime
+from slugline.services import accounts
+from slugline.web.request import Scope, header, request_base
+
+IDENTITY_KEY = "slugline.identity"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    caller: Caller | None  # None: no token, or one that failed
+    failure: Unauthorized | None  # why a token that was sent is refused
+    digest: str | None = None  # keyed hash of a well-formed token, to name its rate-limit bucket
+
+    def require(self) -> Caller:
+        """The caller, or the 401 for a missing or invalid token."""
+        if self.caller is None:
+            raise self.failure or Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+        return self.caller
+
+
+async def identify(rt: Runtime, scope: Scope) -> Identity:
+    found: Identity | None = scope.get(IDENTITY_KEY)
+    if found is None:
+        found = await anyio.to_thread.run_sync(_resolve, rt, scope)
+        scope[IDENTITY_KEY] = found
+    return found
+
+
+def _resolve(rt: Runtime, scope: Scope) -> Identity:
+    authorization = header(scope, b"authorization")
+    if authorization is None:
+        return Identity(None, None)
+    _, _, token = authorization.partition(" ")
+    token = token.strip()
+    digest = _core.hash_key(rt.secret, token) if _core.key_kind(token) is not None else None
+    try:
+        return Identity(accounts.authenticate(rt, authorization, request_base(scope, rt)), None, digest)
+    except Unauthorized as exc:
+        return Identity(None, exc, digest)

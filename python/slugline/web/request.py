@@ -1,0 +1,55 @@
+"""Reading a request: the client's address, its Bearer token, the base of its short URLs, and a capped JSON body."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.datastructures import URL
+
+from slugline.errors import BadRequest, PayloadTooLarge
+from slugline.runtime import Runtime
+
+Scope = dict[str, Any]
+MAX_BODY = 1 << 20  # bytes of any request body
+UNKNOWN_CLIENT = "unknown"  # the ASGI server gave no client address (never the case under Granian)
+
+
+def client_ip(scope: Scope) -> str:
+    """The client's address; behind trusted proxies the app's proxy wrapper has already put the real one here."""
+    client = scope.get("client")
+    return str(client[0]) if client else UNKNOWN_CLIENT
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def request_base(scope: Scope, rt: Runtime) -> str:
+    """The base of the short URLs this request should see: the configured public URL, else where it was sent."""
+    url = URL(scope=scope)
+    return rt.short_base(f"{url.scheme}://{url.netloc}")
+
+
+async def read_json(scope: Scope, chunks: AsyncIterator[bytes]) -> Any:
+    """The body as JSON: 400 unless sent as application/json and well-formed, 413 past `MAX_BODY` whatever
+    Content-Length claimed."""
+    ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise BadRequest("the request body must be JSON sent with 'Content-Type: application/json'")
+    declared = header(scope, b"content-length") or ""
+    if declared.isascii() and declared.isdigit() and (len(declared) > 12 or int(declared) > MAX_BODY):
+        raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    raw = bytearray()
+    async for chunk in chunks:
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from None
