@@ -25,8 +25,9 @@ POSTGRES_URL = os.environ.get("SLUGLINE_TEST_POSTGRES_URL", "postgresql://postgr
 
 def _postgres_problem() -> str | None:
     try:
-        engine = create_engine(POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://", 1),
-                               connect_args={"connect_timeout": 3})
+        engine = create_engine(
+            POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://", 1), connect_args={"connect_timeout": 3}
+        )
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         engine.dispose()
@@ -75,8 +76,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
 
 
 def make_settings(database_url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"database_url": database_url, "secret_key": "test-secret-" + "x" * 32,
-                              "fetch_allow_private": True, "public_url": None, **overrides}
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "secret_key": "test-secret-" + "x" * 32,
+        "fetch_allow_private": True,
+        "public_url": None,
+        **overrides,
+    }
     return Settings(**values)
 
 

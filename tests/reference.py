@@ -78,11 +78,26 @@ class SearchIndex:
     def __init__(self) -> None:
         self.links: dict[str, Link] = {}
 
-    def upsert(self, id: str, slug: str, destination_url: str, title: str | None, description: str | None,
-               note: str | None, hashtags: list[str], public: bool) -> None:
+    def upsert(
+        self,
+        id: str,
+        slug: str,
+        destination_url: str,
+        title: str | None,
+        description: str | None,
+        note: str | None,
+        hashtags: list[str],
+        public: bool,
+    ) -> None:
         tags = sorted({normalize(t) for t in hashtags})
-        texts = {"slug": slug, "title": title or "", "description": description or "", "note": note or "",
-                 "destination_url": destination_url, "hashtags": " ".join(hashtags)}
+        texts = {
+            "slug": slug,
+            "title": title or "",
+            "description": description or "",
+            "note": note or "",
+            "destination_url": destination_url,
+            "hashtags": " ".join(hashtags),
+        }
         link = Link(id, texts, tags, public, {f: normalize(t) for f, t in texts.items()})
         link.normalized["hashtags"] = " ".join(tags)
         self.links[id] = link
@@ -149,20 +164,53 @@ class SearchIndex:
 
 # ---- user agents, referrers, sources -------------------------------------------------------------
 
-BOTS = [("googlebot", "Googlebot"), ("bingbot", "bingbot"), ("facebookexternalhit", "facebookexternalhit"),
-        ("slackbot", "Slackbot"), ("twitterbot", "Twitterbot"), ("curl/", "curl"), ("wget/", "Wget"),
-        ("python-requests", "python-requests"), ("python-httpx", "httpx"), ("python-urllib", "urllib"),
-        ("aiohttp", "aiohttp"), ("go-http-client", "Go-http-client"), ("okhttp", "okhttp"),
-        ("node-fetch", "node-fetch"), ("axios/", "axios"), ("java/", "Java"), ("libwww-perl", "libwww-perl"),
-        ("scrapy", "Scrapy"), ("headlesschrome", "HeadlessChrome"), ("whatsapp", "WhatsApp"), ("bot", "Other"),
-        ("crawl", "Other"), ("spider", "Other"), ("slurp", "Other"), ("preview", "Other"), ("monitor", "Other"),
-        ("lighthouse", "Other")]
-BROWSERS = [(("SamsungBrowser/",), "Samsung Internet"), (("Edg/", "Edge/", "EdgA/", "EdgiOS/"), "Edge"),
-            (("OPR/", "Opera", "OPiOS/", "OPT/"), "Opera"), (("Firefox/", "FxiOS/"), "Firefox"),
-            (("CriOS/", "Chrome/", "Chromium/"), "Chrome"), (("MSIE ", "Trident/"), "IE"),
-            (("Safari/", "iPhone", "iPad"), "Safari")]
-SYSTEMS = [(("Windows",), "Windows"), (("iPad",), "iPadOS"), (("iPhone", "iPod"), "iOS"), (("CrOS",), "ChromeOS"),
-           (("Android",), "Android"), (("Macintosh", "Mac OS X"), "macOS"), (("Linux", "X11"), "Linux")]
+BOTS = [
+    ("googlebot", "Googlebot"),
+    ("bingbot", "bingbot"),
+    ("facebookexternalhit", "facebookexternalhit"),
+    ("slackbot", "Slackbot"),
+    ("twitterbot", "Twitterbot"),
+    ("curl/", "curl"),
+    ("wget/", "Wget"),
+    ("python-requests", "python-requests"),
+    ("python-httpx", "httpx"),
+    ("python-urllib", "urllib"),
+    ("aiohttp", "aiohttp"),
+    ("go-http-client", "Go-http-client"),
+    ("okhttp", "okhttp"),
+    ("node-fetch", "node-fetch"),
+    ("axios/", "axios"),
+    ("java/", "Java"),
+    ("libwww-perl", "libwww-perl"),
+    ("scrapy", "Scrapy"),
+    ("headlesschrome", "HeadlessChrome"),
+    ("whatsapp", "WhatsApp"),
+    ("bot", "Other"),
+    ("crawl", "Other"),
+    ("spider", "Other"),
+    ("slurp", "Other"),
+    ("preview", "Other"),
+    ("monitor", "Other"),
+    ("lighthouse", "Other"),
+]
+BROWSERS = [
+    (("SamsungBrowser/",), "Samsung Internet"),
+    (("Edg/", "Edge/", "EdgA/", "EdgiOS/"), "Edge"),
+    (("OPR/", "Opera", "OPiOS/", "OPT/"), "Opera"),
+    (("Firefox/", "FxiOS/"), "Firefox"),
+    (("CriOS/", "Chrome/", "Chromium/"), "Chrome"),
+    (("MSIE ", "Trident/"), "IE"),
+    (("Safari/", "iPhone", "iPad"), "Safari"),
+]
+SYSTEMS = [
+    (("Windows",), "Windows"),
+    (("iPad",), "iPadOS"),
+    (("iPhone", "iPod"), "iOS"),
+    (("CrOS",), "ChromeOS"),
+    (("Android",), "Android"),
+    (("Macintosh", "Mac OS X"), "macOS"),
+    (("Linux", "X11"), "Linux"),
+]
 TABLET = ("iPad", "Tablet", "Kindle", "Silk/", "PlayBook")
 MOBILE = ("Mobile", "iPhone", "iPod", "Windows Phone", "Opera Mini", "BlackBerry")
 
@@ -189,8 +237,12 @@ def classify_user_agent(ua: str) -> tuple[str, str, str]:
 
 
 def _valid_port(after_host: str) -> bool:
-    return after_host == "" or (after_host.startswith(":") and len(after_host) <= 6 and after_host[1:].isascii()
-                                and (after_host[1:] == "" or after_host[1:].isdigit()))
+    return after_host == "" or (
+        after_host.startswith(":")
+        and len(after_host) <= 6
+        and after_host[1:].isascii()
+        and (after_host[1:] == "" or after_host[1:].isdigit())
+    )
 
 
 def without_controls(text: str) -> str:
@@ -214,14 +266,14 @@ def referrer_host(referrer: str | None) -> str | None:
         host = address
     else:
         host = host_port.split(":", 1)[0]
-        if not _valid_port(host_port[len(host):]):
+        if not _valid_port(host_port[len(host) :]):
             return None
     host = (host[:-1] if host.endswith(".") else host).lower()
     if not host or not all(c.isalnum() or c in "-._:" for c in host):
         return None
     for prefix in ("www.", "m."):
         if host.startswith(prefix):
-            host = host[len(prefix):]
+            host = host[len(prefix) :]
             break
     return host or None
 
@@ -244,8 +296,17 @@ class ClickBatch:
     def __init__(self) -> None:
         self._rows: list[Row] = []
 
-    def add(self, link_id: str, timestamp: float, user_agent: str, referrer: str | None, utm_source: str | None,
-            via_qr: bool, visitor_salt: bytes, ip: str) -> None:
+    def add(
+        self,
+        link_id: str,
+        timestamp: float,
+        user_agent: str,
+        referrer: str | None,
+        utm_source: str | None,
+        via_qr: bool,
+        visitor_salt: bytes,
+        ip: str,
+    ) -> None:
         if not math.isfinite(timestamp):
             raise ValueError("timestamp must be finite")
         device, browser, os = classify_user_agent(user_agent)

@@ -16,13 +16,15 @@ from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
 from slugline.runtime import Runtime
 from tests.conftest import Account
 
-CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-          "Chrome/124.0.0.0 Safari/537.36")
+CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+)
 
 
 def make_link(client: TestClient, who: Account, slug: str) -> str:
-    res = client.post("/api/v1/links", headers=who.auth(),
-                      json={"destination_url": "https://example.org/", "slug": slug})
+    res = client.post(
+        "/api/v1/links", headers=who.auth(), json={"destination_url": "https://example.org/", "slug": slug}
+    )
     assert res.status_code == 201, res.text
     link_id: str = res.json()["id"]
     return link_id
@@ -30,8 +32,9 @@ def make_link(client: TestClient, who: Account, slug: str) -> str:
 
 def stored(rt: Runtime, link_id: str) -> list[tuple[str, str | None]]:
     with rt.db.engine.connect() as conn:
-        rows = conn.execute(text("SELECT source, referrer FROM clicks WHERE link_id = :id ORDER BY id"),
-                            {"id": link_id})
+        rows = conn.execute(
+            text("SELECT source, referrer FROM clicks WHERE link_id = :id ORDER BY id"), {"id": link_id}
+        )
         return [(source, referrer) for source, referrer in rows]
 
 
@@ -41,11 +44,16 @@ def counter(rt: Runtime, link_id: str) -> int:
         return clicks
 
 
-def test_control_characters_in_utm_source_and_referrer_are_dropped(client: TestClient, alice: Account,
-                                                                   runtime: Runtime) -> None:
+def test_control_characters_in_utm_source_and_referrer_are_dropped(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
     link_id = make_link(client, alice, "ctl")
-    visits = [("?utm_source=%00", None), ("?utm_source=%00News%01Letter%7F", None),
-              ("?utm_source=%C2%85%00", "https://exa\x00mple.com/p\x00"), ("", "https://\x00\x01/")]
+    visits = [
+        ("?utm_source=%00", None),
+        ("?utm_source=%00News%01Letter%7F", None),
+        ("?utm_source=%C2%85%00", "https://exa\x00mple.com/p\x00"),
+        ("", "https://\x00\x01/"),
+    ]
     for query, referrer in visits:
         headers = {b"user-agent": CHROME.encode(), **({b"referer": referrer.encode("latin-1")} if referrer else {})}
         res = client.get(f"/ctl{query}", headers=headers, follow_redirects=False)
@@ -55,7 +63,8 @@ def test_control_characters_in_utm_source_and_referrer_are_dropped(client: TestC
         assert time.monotonic() < end, "the clicks were never written"
         time.sleep(0.05)
     assert sorted(stored(runtime, link_id), key=str) == sorted(
-        [("direct", None), ("newsletter", None), ("example.com", "example.com"), ("direct", None)], key=str)
+        [("direct", None), ("newsletter", None), ("example.com", "example.com"), ("direct", None)], key=str
+    )
     stats = client.get("/api/v1/analytics", params={"days": 1}, headers=alice.auth()).json()
     assert {s["source"]: s["clicks"] for s in stats["sources"]} == {"direct": 2, "newsletter": 1, "example.com": 1}
 
@@ -64,8 +73,12 @@ def refuse_source(rt: Runtime, source: str) -> None:
     """Make the database itself refuse click rows with this source."""
     with rt.db.engine.begin() as conn:
         if conn.dialect.name == "sqlite":
-            conn.execute(text(f"CREATE TRIGGER refuse_source BEFORE INSERT ON clicks WHEN NEW.source = '{source}' "
-                              "BEGIN SELECT RAISE(ABORT, 'source refused'); END"))
+            conn.execute(
+                text(
+                    f"CREATE TRIGGER refuse_source BEFORE INSERT ON clicks WHEN NEW.source = '{source}' "
+                    "BEGIN SELECT RAISE(ABORT, 'source refused'); END"
+                )
+            )
         else:
             conn.execute(text(f"ALTER TABLE clicks ADD CONSTRAINT refuse_source CHECK (source <> '{source}')"))
 
@@ -74,8 +87,9 @@ def click(link_id: str, utm: str | None = None) -> RawClick:
     return (link_id, time.time(), CHROME.encode(), b"", utm, False, "198.51.100.7")
 
 
-def test_a_refused_batch_falls_back_to_row_by_row(client: TestClient, alice: Account, runtime: Runtime,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refused_batch_falls_back_to_row_by_row(
+    client: TestClient, alice: Account, runtime: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
     first, second = make_link(client, alice, "first"), make_link(client, alice, "second")
     refuse_source(runtime, "poison")
 
@@ -100,8 +114,9 @@ def test_a_refused_batch_falls_back_to_row_by_row(client: TestClient, alice: Acc
     assert "dropped 1 of 4 clicks" in caplog.text
 
 
-def test_an_unreachable_database_drops_nothing(client: TestClient, alice: Account, runtime: Runtime,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_database_drops_nothing(
+    client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
     link_id = make_link(client, alice, "outage")
     real_connect, real_begin = runtime.db.engine.connect, runtime.db.engine.begin
 

@@ -12,8 +12,12 @@ from slugline.settings import Settings
 from tests.conftest import Account, make_settings
 
 PUBLIC = "https://links.example.com"
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
@@ -22,16 +26,23 @@ def settings(database_url: str) -> Settings:
     return make_settings(database_url, public_url=PUBLIC)
 
 
-def post(client: TestClient, key: str | None, url: str = f"{PUBLIC}/mcp", body: Any = INITIALIZE,
-         **headers: str) -> Any:
+def post(
+    client: TestClient, key: str | None, url: str = f"{PUBLIC}/mcp", body: Any = INITIALIZE, **headers: str
+) -> Any:
     auth = {"Authorization": f"Bearer {key}"} if key else {}
     return client.post(url, json=body, headers={**ACCEPT, **auth, **headers})
 
 
 def test_public_url_and_loopback_names_are_accepted(client: TestClient, alice: Account) -> None:
-    for url, extra in ((f"{PUBLIC}/mcp", {}), (f"{PUBLIC}:8443/mcp/", {}), ("http://127.0.0.1:9000/mcp", {}),
-                       ("http://localhost/mcp", {}), ("http://[::1]:8000/mcp", {}),
-                       (f"{PUBLIC}/mcp", {"Origin": PUBLIC}), ("http://localhost:3000/mcp", {"Origin": "http://localhost:6274"})):
+    for url, extra in (
+        (f"{PUBLIC}/mcp", {}),
+        (f"{PUBLIC}:8443/mcp/", {}),
+        ("http://127.0.0.1:9000/mcp", {}),
+        ("http://localhost/mcp", {}),
+        ("http://[::1]:8000/mcp", {}),
+        (f"{PUBLIC}/mcp", {"Origin": PUBLIC}),
+        ("http://localhost:3000/mcp", {"Origin": "http://localhost:6274"}),
+    ):
         res = post(client, alice.full, url, **extra)
         assert res.status_code == 200, (url, extra, res.text)
         assert res.json()["result"]["serverInfo"]["name"] == "slugline"
@@ -72,11 +83,14 @@ def test_tool_errors_carry_the_service_message(client: TestClient, alice: Accoun
     assert made["structuredContent"]["short_url"] == f"{PUBLIC}/inproc"
 
 
-@pytest.mark.parametrize("public_url, host, origin", [
-    (None, "localhost:8000", "http://127.0.0.1:8000"),
-    ("https://sl.example.org", "sl.example.org", "https://sl.example.org"),
-    ("http://[2001:db8::1]:8080/", "[2001:db8::1]:8080", "http://[2001:db8::1]:8080"),
-])
+@pytest.mark.parametrize(
+    "public_url, host, origin",
+    [
+        (None, "localhost:8000", "http://127.0.0.1:8000"),
+        ("https://sl.example.org", "sl.example.org", "https://sl.example.org"),
+        ("http://[2001:db8::1]:8080/", "[2001:db8::1]:8080", "http://[2001:db8::1]:8080"),
+    ],
+)
 def test_allowed_names_come_from_the_public_url(public_url: str | None, host: str, origin: str) -> None:
     security = transport_security(Settings(public_url=public_url, secret_key="x" * 40))
     assert security.enable_dns_rebinding_protection

@@ -16,14 +16,22 @@ from slugline.redirects.accept import prefers_json
 from slugline.redirects.layer import RedirectLayer
 
 
-@pytest.mark.parametrize(("destination", "query", "location", "utm", "qr"), [
-    ("https://a.example/p", b"x=1", "https://a.example/p?x=1", None, False),
-    ("https://a.example/p?keep=%20raw&x=0", b"x=1&src=qr", "https://a.example/p?keep=+raw&x=1", None, True),
-    ("https://a.example/p?keep=%20raw", b"utm_source=News", "https://a.example/p?keep=%20raw&utm_source=News", "News",
-     False),
-    ("https://a.example/p#frag", b"src=qr", "https://a.example/p#frag", None, True),
-    ("https://a.example/p", b"q=caf%C3%A9", "https://a.example/p?q=caf%C3%A9", None, False),
-])
+@pytest.mark.parametrize(
+    ("destination", "query", "location", "utm", "qr"),
+    [
+        ("https://a.example/p", b"x=1", "https://a.example/p?x=1", None, False),
+        ("https://a.example/p?keep=%20raw&x=0", b"x=1&src=qr", "https://a.example/p?keep=+raw&x=1", None, True),
+        (
+            "https://a.example/p?keep=%20raw",
+            b"utm_source=News",
+            "https://a.example/p?keep=%20raw&utm_source=News",
+            "News",
+            False,
+        ),
+        ("https://a.example/p#frag", b"src=qr", "https://a.example/p#frag", None, True),
+        ("https://a.example/p", b"q=caf%C3%A9", "https://a.example/p?q=caf%C3%A9", None, False),
+    ],
+)
 def test_merge_query(destination: str, query: bytes, location: str, utm: str | None, qr: bool) -> None:
     assert merge_query(destination, query) == (location.encode(), utm, qr)
 
@@ -36,24 +44,47 @@ def test_ascii_url_encodes_unicode_hosts_and_paths() -> None:
 BROWSER = b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
 
-@pytest.mark.parametrize(("accept", "json"), [
-    (b"", True), (b"*/*", True), (b"application/json", True), (BROWSER, False), (b"text/html", False),
-    (b"application/xhtml+xml", False), (b"text/html,application/xhtml+xml,*/*;q=0.8", False),
-    (b"application/json, text/html", True), (b"text/html, application/json", True),  # ties go to JSON
-    (b"text/html;q=0.5, application/json", True), (b"application/problem+json", True),
-    (b"application/json;q=0", True), (b"text/html;q=0", True), (b"text/*", True), (b"text/html, */*", True),
-    (b"text/html, application/*", True), (b"text/html, application/*;q=0.5", False),
-    (b"text/html;q=0.9, */*;q=0.8", False), (b"text/html;q=0.8, */*;q=0.8", True),
-    # The most specific range decides JSON's q: refusing application/json outright beats `*/*`.
-    (b"text/html;q=0.9, application/json;q=0, */*", False),
-    (b"TEXT/HTML; Q=0.9 ; level=1, application/json; q=0.85", False),
-    # Malformed q values: the entry is ignored (never a crash, never a guess).
-    (b"text/html;q=\xb2", True), (b"text/html;q=\xb9", True), (b"text/html;q=1.5", True),
-    (b"text/html;q=0.1234", True), (b"text/html;q=.5", True), (b"text/html;q=", True), (b"text/html;q=nan", True),
-    (b"text/html;q=1e0", True), (b"text/html;q=\xb2, application/json;q=0.1", True),
-    (b"text/html;q=0.5, application/json;q=\xb2", False), (b"text/html;q=1.000", False),
-    (b"text/html;q=1., */*;q=0.999", False), (b",;,;=,q=", True),
-])
+@pytest.mark.parametrize(
+    ("accept", "json"),
+    [
+        (b"", True),
+        (b"*/*", True),
+        (b"application/json", True),
+        (BROWSER, False),
+        (b"text/html", False),
+        (b"application/xhtml+xml", False),
+        (b"text/html,application/xhtml+xml,*/*;q=0.8", False),
+        (b"application/json, text/html", True),
+        (b"text/html, application/json", True),  # ties go to JSON
+        (b"text/html;q=0.5, application/json", True),
+        (b"application/problem+json", True),
+        (b"application/json;q=0", True),
+        (b"text/html;q=0", True),
+        (b"text/*", True),
+        (b"text/html, */*", True),
+        (b"text/html, application/*", True),
+        (b"text/html, application/*;q=0.5", False),
+        (b"text/html;q=0.9, */*;q=0.8", False),
+        (b"text/html;q=0.8, */*;q=0.8", True),
+        # The most specific range decides JSON's q: refusing application/json outright beats `*/*`.
+        (b"text/html;q=0.9, application/json;q=0, */*", False),
+        (b"TEXT/HTML; Q=0.9 ; level=1, application/json; q=0.85", False),
+        # Malformed q values: the entry is ignored (never a crash, never a guess).
+        (b"text/html;q=\xb2", True),
+        (b"text/html;q=\xb9", True),
+        (b"text/html;q=1.5", True),
+        (b"text/html;q=0.1234", True),
+        (b"text/html;q=.5", True),
+        (b"text/html;q=", True),
+        (b"text/html;q=nan", True),
+        (b"text/html;q=1e0", True),
+        (b"text/html;q=\xb2, application/json;q=0.1", True),
+        (b"text/html;q=0.5, application/json;q=\xb2", False),
+        (b"text/html;q=1.000", False),
+        (b"text/html;q=1., */*;q=0.999", False),
+        (b",;,;=,q=", True),
+    ],
+)
 def test_prefers_json(accept: bytes, json: bool) -> None:
     assert prefers_json(accept) is json
 
@@ -68,8 +99,7 @@ def test_ascii_url_keeps_ipv6_brackets() -> None:
 # ---- through the real app -------------------------------------------------------------------------
 
 
-def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[bytes, bytes],
-                                                                                    bytes]:
+def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[bytes, bytes], bytes]:
     """GET through the app the client runs, with header bytes exactly as given: the test client re-encodes
     header values as UTF-8, while a real server passes a client's raw bytes (say, a latin-1 "²") through."""
     sent: list[dict[str, Any]] = []
@@ -80,9 +110,20 @@ def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": headers,
-             "client": ("127.0.0.1", 50000), "server": ("sl.test", 80)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("sl.test", 80),
+    }
     app: Any = client.app
     assert client.portal is not None  # the client runs the app's lifespan (used as a context manager)
     client.portal.call(app, scope, receive, send)
@@ -90,16 +131,19 @@ def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -
     return start["status"], dict(start["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
 
 
-@pytest.mark.parametrize(("accept", "kind"), [
-    (None, "json"),
-    (b"*/*", "json"),
-    (BROWSER, "html"),
-    (b"text/html;q=\xb2", "json"),
-    (b"text/html;q=\xb2, application/json;q=0.5", "json"),
-    (b"application/json;q=\xb9, text/html;q=0.5", "html"),
-    (b"text/html;q=" + b"9" * 5000, "json"),
-    (b"text/html;q=\xc2\xb2", "json"),
-])
+@pytest.mark.parametrize(
+    ("accept", "kind"),
+    [
+        (None, "json"),
+        (b"*/*", "json"),
+        (BROWSER, "html"),
+        (b"text/html;q=\xb2", "json"),
+        (b"text/html;q=\xb2, application/json;q=0.5", "json"),
+        (b"application/json;q=\xb9, text/html;q=0.5", "html"),
+        (b"text/html;q=" + b"9" * 5000, "json"),
+        (b"text/html;q=\xc2\xb2", "json"),
+    ],
+)
 def test_404_negotiation_never_crashes(client: TestClient, accept: bytes | None, kind: str) -> None:
     status, headers, body = raw_get(client, "/no-such-slug", [(b"accept", accept)] if accept is not None else [])
     assert status == 404
@@ -115,8 +159,9 @@ def test_404_through_the_test_client(client: TestClient) -> None:
     assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
 
 
-def test_unexpected_error_on_a_slug_is_a_json_500(client: TestClient, monkeypatch: pytest.MonkeyPatch,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_unexpected_error_on_a_slug_is_a_json_500(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(self: LinkCache, slug: str) -> None:
         raise RuntimeError("cache on fire")
 

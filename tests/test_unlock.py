@@ -15,25 +15,41 @@ FUTURE = int(time.time()) + 3600
 
 @pytest.fixture
 def vault(client: TestClient, alice: Account) -> dict[str, str]:
-    res = client.post("/api/v1/links", headers=alice.auth(),
-                      json={"destination_url": "https://example.org/secret", "slug": "vault",
-                            "visibility": "password", "password": "open sesame"})
+    res = client.post(
+        "/api/v1/links",
+        headers=alice.auth(),
+        json={
+            "destination_url": "https://example.org/secret",
+            "slug": "vault",
+            "visibility": "password",
+            "password": "open sesame",
+        },
+    )
     assert res.status_code == 201, res.text
     link: dict[str, str] = res.json()
     return link
 
 
-@pytest.mark.parametrize("value", [
-    f"{FUTURE}.\u00e9\u00e9\u00e9".encode("latin-1"),  # non-ASCII signature: compare_digest(str, str) raised
-    f"{FUTURE}.".encode() + "\u00e9".encode() * 32,
-    b"\xb2.abc",  # "²" passes str.isdigit(), then int() fails
-    b"\xb9\xb2\xb3." + b"0" * 64,
-    b"9" * 5000 + b".abc",  # beyond int()'s digit limit
-    b"9" * 13 + b".abc",  # too long to be an expiry we signed
-    b"-5.abc", b"+99999999999.abc", b" 99999999999.abc", b"1_000_000_000_0.abc", b".", b"", b"abc",
-    f"{FUTURE}.{'0' * 64}".encode(),  # well formed, wrong signature
-    f"{FUTURE}".encode(),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"{FUTURE}.\u00e9\u00e9\u00e9".encode("latin-1"),  # non-ASCII signature: compare_digest(str, str) raised
+        f"{FUTURE}.".encode() + "\u00e9".encode() * 32,
+        b"\xb2.abc",  # "²" passes str.isdigit(), then int() fails
+        b"\xb9\xb2\xb3." + b"0" * 64,
+        b"9" * 5000 + b".abc",  # beyond int()'s digit limit
+        b"9" * 13 + b".abc",  # too long to be an expiry we signed
+        b"-5.abc",
+        b"+99999999999.abc",
+        b" 99999999999.abc",
+        b"1_000_000_000_0.abc",
+        b".",
+        b"",
+        b"abc",
+        f"{FUTURE}.{'0' * 64}".encode(),  # well formed, wrong signature
+        f"{FUTURE}".encode(),
+    ],
+)
 def test_forged_cookies_show_the_form(client: TestClient, vault: dict[str, str], value: bytes) -> None:
     cookie = f"slu_{vault['id']}=".encode() + value
     status, _, body = raw_get(client, "/vault", [(b"cookie", cookie)])  # the raw bytes, as a real server passes them

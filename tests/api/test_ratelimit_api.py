@@ -14,8 +14,9 @@ from tests.conftest import make_settings
 
 @pytest.fixture
 def tight(database_url: str) -> Iterator[tuple[TestClient, Runtime]]:
-    settings = make_settings(database_url, rate_limit_developer=5, rate_limit_pro=8, rate_limit_anonymous=3,
-                             rate_limit_login=2)
+    settings = make_settings(
+        database_url, rate_limit_developer=5, rate_limit_pro=8, rate_limit_anonymous=3, rate_limit_login=2
+    )
     rt = Runtime.create(settings)
     migrate.upgrade(rt.db.engine)
     with TestClient(create_app(settings, rt)) as tc:
@@ -57,8 +58,10 @@ def test_anonymous_callers_are_limited_per_ip(tight: tuple[TestClient, Runtime])
 def test_login_attempts_are_limited_per_ip_and_username(tight: tuple[TestClient, Runtime]) -> None:
     tc, rt = tight
     accounts.register(rt, {"username": "victim", "password": "long enough"})
-    codes = [tc.post("/api/v1/auth/login", json={"username": "victim", "password": f"guess-{i}xx"}).status_code
-             for i in range(3)]
+    codes = [
+        tc.post("/api/v1/auth/login", json={"username": "victim", "password": f"guess-{i}xx"}).status_code
+        for i in range(3)
+    ]
     assert codes[:2] == [401, 401] and codes[2] == 429
 
 
@@ -68,8 +71,7 @@ def test_forwarded_for_counts_only_behind_a_trusted_proxy(database_url: str, tru
     rt = Runtime.create(settings)
     migrate.upgrade(rt.db.engine)
     with TestClient(create_app(settings, rt)) as tc:
-        first = [tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "203.0.113.7"}).status_code
-                 for _ in range(3)]
+        first = [tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "203.0.113.7"}).status_code for _ in range(3)]
         other = tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "198.51.100.9"}).status_code
     rt.close()
     assert first == [404, 404, 429]

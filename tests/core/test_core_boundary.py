@@ -31,8 +31,16 @@ def test_core_error_is_a_value_error() -> None:
     with pytest.raises(_core.CoreError, match="limit"):
         _core.SearchIndex().search("x", limit=-1)
     with pytest.raises(_core.CoreError, match="timestamp"):
-        _core.ClickBatch().add(link_id="lnk_1", timestamp=float("nan"), user_agent="ua", referrer=None,
-                               utm_source=None, via_qr=False, visitor_salt=b"salt", ip="127.0.0.1")
+        _core.ClickBatch().add(
+            link_id="lnk_1",
+            timestamp=float("nan"),
+            user_agent="ua",
+            referrer=None,
+            utm_source=None,
+            via_qr=False,
+            visitor_salt=b"salt",
+            ip="127.0.0.1",
+        )
 
 
 @pytest.mark.parametrize("detach", [False, True])
@@ -66,8 +74,16 @@ def test_wrong_argument_types_raise_type_error() -> None:
     with pytest.raises(TypeError):
         _core.normalize(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        _core.SearchIndex().upsert(id="id", slug="slug", destination_url="https://x.example", title=None,
-                                   description=None, note=None, hashtags="not-a-list", public=True)  # type: ignore[arg-type]
+        _core.SearchIndex().upsert(
+            id="id",
+            slug="slug",
+            destination_url="https://x.example",
+            title=None,
+            description=None,
+            note=None,
+            hashtags="not-a-list",
+            public=True,
+        )  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         _core.classify_user_agent(b"curl/8")  # type: ignore[arg-type]
 
@@ -112,8 +128,16 @@ def test_hash_password_releases_the_gil() -> None:
 def test_search_index_is_shared_safely_between_threads() -> None:
     index = _core.SearchIndex()
     for i in range(2000):
-        index.upsert(id=f"lnk_{i}", slug=f"s{i}", destination_url=f"https://example.com/{i}", title=f"title {i}",
-                     description=None, note=None, hashtags=["tag"], public=True)
+        index.upsert(
+            id=f"lnk_{i}",
+            slug=f"s{i}",
+            destination_url=f"https://example.com/{i}",
+            title=f"title {i}",
+            description=None,
+            note=None,
+            hashtags=["tag"],
+            public=True,
+        )
     errors: list[BaseException] = []
 
     def read() -> None:
@@ -128,8 +152,16 @@ def test_search_index_is_shared_safely_between_threads() -> None:
     for reader in readers:
         reader.start()
     for i in range(2000, 2500):
-        index.upsert(id=f"lnk_{i}", slug=f"s{i}", destination_url="https://example.com/", title="more",
-                     description=None, note=None, hashtags=["tag"], public=True)
+        index.upsert(
+            id=f"lnk_{i}",
+            slug=f"s{i}",
+            destination_url="https://example.com/",
+            title="more",
+            description=None,
+            note=None,
+            hashtags=["tag"],
+            public=True,
+        )
     for reader in readers:
         reader.join()
     assert not errors
@@ -138,11 +170,19 @@ def test_search_index_is_shared_safely_between_threads() -> None:
 
 def test_search_result_shapes() -> None:
     index = _core.SearchIndex()
-    index.upsert(id="lnk_1", slug="rust", destination_url="https://doc.rust-lang.org/", title="<b>Rust</b>",
-                 description=None, note=None, hashtags=["lang"], public=True)
+    index.upsert(
+        id="lnk_1",
+        slug="rust",
+        destination_url="https://doc.rust-lang.org/",
+        title="<b>Rust</b>",
+        description=None,
+        note=None,
+        hashtags=["lang"],
+        public=True,
+    )
     total, hits = index.search("rust")
     assert total == 1
-    (hit_id, score, highlights), = hits
+    ((hit_id, score, highlights),) = hits
     assert hit_id == "lnk_1" and isinstance(score, float)
     assert highlights["title"] == "&lt;b&gt;<mark>Rust</mark>&lt;/b&gt;"
     assert index.search("   ") == (0, [])
@@ -150,8 +190,16 @@ def test_search_result_shapes() -> None:
 
 def test_click_batch_shapes() -> None:
     batch = _core.ClickBatch()
-    batch.add(link_id="lnk_1", timestamp=86400.5, user_agent="curl/8.0", referrer="https://www.example.org/x",
-              utm_source=None, via_qr=False, visitor_salt=b"salt", ip="192.0.2.1")
+    batch.add(
+        link_id="lnk_1",
+        timestamp=86400.5,
+        user_agent="curl/8.0",
+        referrer="https://www.example.org/x",
+        utm_source=None,
+        via_qr=False,
+        visitor_salt=b"salt",
+        ip="192.0.2.1",
+    )
     assert len(batch) == 1
     (row,) = batch.rows()
     assert row[:7] == ("lnk_1", 86400.5, "bot", "curl", "Other", "example.org", "example.org")

@@ -10,9 +10,42 @@ import pytest
 from slugline import _core
 from tests import reference
 
-WORDS = ["rust", "Rust", "python", "Pythonic", "tutorial", "guide", "book", "books", "crème", "Brûlée", "CAFÉ",
-         "straße", "naïve", "déjà", "vu", "kitchen", "garden", "release", "notes", "NEWS", "weekly", "2024",
-         "v1.2", "c++", "e-mail", "über", "Ångström", "İstanbul", "résumé", "ﬁle", "№5", "x", "ab", "data"]
+WORDS = [
+    "rust",
+    "Rust",
+    "python",
+    "Pythonic",
+    "tutorial",
+    "guide",
+    "book",
+    "books",
+    "crème",
+    "Brûlée",
+    "CAFÉ",
+    "straße",
+    "naïve",
+    "déjà",
+    "vu",
+    "kitchen",
+    "garden",
+    "release",
+    "notes",
+    "NEWS",
+    "weekly",
+    "2024",
+    "v1.2",
+    "c++",
+    "e-mail",
+    "über",
+    "Ångström",
+    "İstanbul",
+    "résumé",
+    "ﬁle",
+    "№5",
+    "x",
+    "ab",
+    "data",
+]
 DOMAINS = ["example.com", "docs.rs", "www.github.com", "m.youtube.com", "news.ycombinator.com", "café.example"]
 TAGS = ["rust", "python", "books", "dessert", "news", "café", "straße", "go", "rust-lang"]
 
@@ -30,8 +63,18 @@ def _links(rng: random.Random, n: int) -> list[dict[str, Any]]:
         description = _text(rng, 3, 12) if rng.random() < 0.6 else None
         note = _text(rng, 1, 6) if rng.random() < 0.3 else None
         tags = rng.sample(TAGS, rng.randint(0, 3))
-        links.append({"id": f"lnk_{i:04d}", "slug": slug, "destination_url": url, "title": title,
-                      "description": description, "note": note, "hashtags": tags, "public": rng.random() < 0.7})
+        links.append(
+            {
+                "id": f"lnk_{i:04d}",
+                "slug": slug,
+                "destination_url": url,
+                "title": title,
+                "description": description,
+                "note": note,
+                "hashtags": tags,
+                "public": rng.random() < 0.7,
+            }
+        )
     return links
 
 
@@ -107,8 +150,17 @@ USER_AGENTS = [
     "Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
     "Mozilla/5.0 (Windows NT 6.1; Trident/7.0; rv:11.0) like Gecko",
     "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-    "facebookexternalhit/1.1", "Slackbot-LinkExpanding 1.0", "curl/8.4.0", "Wget/1.21", "python-requests/2.31",
-    "Go-http-client/1.1", "Mozilla/5.0 (compatible; YandexBot/3.0)", "", "  ", "Something/1.0", "Kindle/3.0",
+    "facebookexternalhit/1.1",
+    "Slackbot-LinkExpanding 1.0",
+    "curl/8.4.0",
+    "Wget/1.21",
+    "python-requests/2.31",
+    "Go-http-client/1.1",
+    "Mozilla/5.0 (compatible; YandexBot/3.0)",
+    "",
+    "  ",
+    "Something/1.0",
+    "Kindle/3.0",
 ]
 
 
@@ -125,11 +177,28 @@ def test_user_agents_match_reference() -> None:
         assert _core.classify_user_agent(ua) == reference.classify_user_agent(ua), ua
 
 
-REFERRERS = [None, "", "https://www.google.com/search?q=x", "http://m.facebook.com:8080/p", "HTTPS://T.CO/abc",
-             "https://user:pw@news.ycombinator.com/item?id=1", "https://example.com.", "http://[::1]:8000/",
-             "ftp://example.com", "example.com", "https://", "https://x.com:port/", "https://a b.com/",
-             "android-app://com.google.android.gm", "https://www.", "https://münchen.de/", "https://x.com:123456/",
-             "  https://padded.example/  ", "https://www.m.example.com#frag", "https://host?x=1"]
+REFERRERS = [
+    None,
+    "",
+    "https://www.google.com/search?q=x",
+    "http://m.facebook.com:8080/p",
+    "HTTPS://T.CO/abc",
+    "https://user:pw@news.ycombinator.com/item?id=1",
+    "https://example.com.",
+    "http://[::1]:8000/",
+    "ftp://example.com",
+    "example.com",
+    "https://",
+    "https://x.com:port/",
+    "https://a b.com/",
+    "android-app://com.google.android.gm",
+    "https://www.",
+    "https://münchen.de/",
+    "https://x.com:123456/",
+    "  https://padded.example/  ",
+    "https://www.m.example.com#frag",
+    "https://host?x=1",
+]
 
 
 def test_referrers_and_sources_match_reference() -> None:
@@ -142,8 +211,13 @@ def test_referrers_and_sources_match_reference() -> None:
 
 
 CONTROLLED = ["\x00", "a\x00b", " \x00 News\x1bLetter\x7f ", "\x85\x9f", "\x00" * 10 + "y" * 80]
-CONTROLLED_REFERRERS = ["https://exa\x00mple.com/p\x00", "\x00https://www.news.example\x85:80\x07/",
-                        "https://\x00\x01/", "http\x00s://x.example/", "https://[::1\x00]:8\x000/"]
+CONTROLLED_REFERRERS = [
+    "https://exa\x00mple.com/p\x00",
+    "\x00https://www.news.example\x85:80\x07/",
+    "https://\x00\x01/",
+    "http\x00s://x.example/",
+    "https://[::1\x00]:8\x000/",
+]
 
 
 def test_control_characters_are_dropped_like_the_reference() -> None:
@@ -164,10 +238,16 @@ def test_click_batch_matches_reference() -> None:
     rng = random.Random(4)
     core, ref = _core.ClickBatch(), reference.ClickBatch()
     for _ in range(500):
-        click = {"link_id": f"lnk_{rng.randrange(20):02d}", "timestamp": rng.uniform(1.7e9, 1.7e9 + 5 * 86400),
-                 "user_agent": rng.choice(USER_AGENTS), "referrer": rng.choice(REFERRERS),
-                 "utm_source": rng.choice([None, None, "newsletter", " Twitter "]), "via_qr": rng.random() < 0.1,
-                 "visitor_salt": b"daily-salt", "ip": f"198.51.100.{rng.randrange(256)}"}
+        click = {
+            "link_id": f"lnk_{rng.randrange(20):02d}",
+            "timestamp": rng.uniform(1.7e9, 1.7e9 + 5 * 86400),
+            "user_agent": rng.choice(USER_AGENTS),
+            "referrer": rng.choice(REFERRERS),
+            "utm_source": rng.choice([None, None, "newsletter", " Twitter "]),
+            "via_qr": rng.random() < 0.1,
+            "visitor_salt": b"daily-salt",
+            "ip": f"198.51.100.{rng.randrange(256)}",
+        }
         core.add(**click)
         ref.add(**click)
     assert core.rows() == ref.rows()

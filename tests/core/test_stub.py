@@ -10,6 +10,11 @@ PYTHON_SRC = Path(__file__).resolve().parents[2] / "python"
 
 
 def test_stub_matches_the_extension() -> None:
-    res = subprocess.run([sys.executable, "-m", "mypy.stubtest", "slugline._core"], cwd=PYTHON_SRC,
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "slugline._core"],
+        cwd=PYTHON_SRC,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr

@@ -37,12 +37,23 @@ class Server:
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "SLUGLINE_DATABASE_URL": self.database_url, "SLUGLINE_SECRET_KEY": SECRET,
-                "SLUGLINE_FETCH_ALLOW_PRIVATE": "true", **self.env_extra}
+        return {
+            **os.environ,
+            "SLUGLINE_DATABASE_URL": self.database_url,
+            "SLUGLINE_SECRET_KEY": SECRET,
+            "SLUGLINE_FETCH_ALLOW_PRIVATE": "true",
+            **self.env_extra,
+        }
 
     def cli(self, *args: str, stdin_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "slugline.cli", *args], env={**self.env, **(stdin_env or {})},
-                              capture_output=True, text=True, timeout=60, check=True)
+        return subprocess.run(
+            [sys.executable, "-m", "slugline.cli", *args],
+            env={**self.env, **(stdin_env or {})},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
 
     def start(self, log_dir: Path, deadline: float = 60.0) -> Server:
         if not self.database_url.startswith("sqlite"):
@@ -50,8 +61,21 @@ class Server:
         self.log_path = log_dir / f"server-{self.port}.log"
         with self.log_path.open("ab") as log:  # the child keeps its own descriptor; ours must not leak
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "slugline.cli", "serve", "--port", str(self.port), "--workers",
-                 str(self.workers)], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "slugline.cli",
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    "--workers",
+                    str(self.workers),
+                ],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         end = time.monotonic() + deadline
         while time.monotonic() < end:
             if self.proc.poll() is not None:

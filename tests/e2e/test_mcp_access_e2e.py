@@ -13,8 +13,12 @@ from tests.e2e.mcp_client import MODES, call, call_error, connect
 from tests.e2e.server import make_account
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
@@ -27,12 +31,28 @@ async def test_public_key_never_reveals_hidden_links(start_server: ServerFactory
     server = start_server(database_url, workers=2)
     keys = make_account(server, "keeper")
     async with connect(server, keys.full, MODES[-1]) as owner:
-        hidden = [await call(owner, "create_link", {"destination_url": "https://example.org/1", "title": "Secret plan",
-                                                    "visibility": "private"}),
-                  await call(owner, "create_link", {"destination_url": "https://example.org/2", "title": "Secret door",
-                                                    "visibility": "password", "password": "open sesame"})]
-        shown = await call(owner, "create_link", {"destination_url": "https://example.org/3", "title": "Secret garden",
-                                                  "visibility": "unlisted"})
+        hidden = [
+            await call(
+                owner,
+                "create_link",
+                {"destination_url": "https://example.org/1", "title": "Secret plan", "visibility": "private"},
+            ),
+            await call(
+                owner,
+                "create_link",
+                {
+                    "destination_url": "https://example.org/2",
+                    "title": "Secret door",
+                    "visibility": "password",
+                    "password": "open sesame",
+                },
+            ),
+        ]
+        shown = await call(
+            owner,
+            "create_link",
+            {"destination_url": "https://example.org/3", "title": "Secret garden", "visibility": "unlisted"},
+        )
     for mode in MODES:
         async with connect(server, keys.public, mode) as client:
             assert (await call(client, "get_me"))["scope"] == "public"
@@ -41,14 +61,23 @@ async def test_public_key_never_reveals_hidden_links(start_server: ServerFactory
                 assert [link["id"] for link in page["data"]] == [shown["id"]], query
                 assert page["pagination"]["total"] == 1
             for link in hidden:
-                for arguments in ({"title": "mine now"}, {"visibility": "public"}, {"destination_url": "https://x.org"}):
+                for arguments in (
+                    {"title": "mine now"},
+                    {"visibility": "public"},
+                    {"destination_url": "https://x.org"},
+                ):
                     assert await call_error(client, "update_link", {"id": link["id"], **arguments}) == "link not found"
                 assert await call_error(client, "delete_link", {"id": link["id"]}) == "link not found"
-            refused = await call_error(client, "create_link", {"destination_url": "https://x.org",
-                                                               "visibility": "private"})
+            refused = await call_error(
+                client, "create_link", {"destination_url": "https://x.org", "visibility": "private"}
+            )
             assert refused == "a public-only key cannot make a link private or password-protected"
-            assert await call_error(client, "update_link", {"id": shown["id"], "visibility": "password",
-                                                            "password": "abcd"}) == refused
+            assert (
+                await call_error(
+                    client, "update_link", {"id": shown["id"], "visibility": "password", "password": "abcd"}
+                )
+                == refused
+            )
     async with connect(server, keys.full, MODES[0]) as owner:
         page = await call(owner, "list_links", {"q": "secret", "sort": "title", "dir": "asc"})
         assert [link["title"] for link in page["data"]] == ["Secret door", "Secret garden", "Secret plan"]
@@ -67,9 +96,12 @@ def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory, da
             auth = {"Authorization": authorization} if authorization else {}
             return http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, **auth, **headers})
 
-        for authorization, message in ((None, "missing API key"), ("Basic abc", "missing API key"),
-                                       (f"Bearer {keys.full[:-1]}x", "malformed API key"),
-                                       (f"Bearer {revoked.full}", "invalid or revoked API key")):
+        for authorization, message in (
+            (None, "missing API key"),
+            ("Basic abc", "missing API key"),
+            (f"Bearer {keys.full[:-1]}x", "malformed API key"),
+            (f"Bearer {revoked.full}", "invalid or revoked API key"),
+        ):
             res = post(authorization)
             assert res.status_code == 401 and res.headers["WWW-Authenticate"] == "Bearer", authorization
             assert res.json()["error"].startswith(message), res.json()

@@ -14,8 +14,9 @@ from tests.e2e.mcp_client import MODES, call, call_error, connect
 from tests.e2e.server import make_account
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
-BROWSER = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 "
-                         "Safari/537.36"}
+BROWSER = {
+    "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+}
 
 
 @pytest.fixture
@@ -31,18 +32,22 @@ async def wait_for_clicks(rest: httpx.AsyncClient, total: int, deadline: float =
         await anyio.sleep(0.1)
 
 
-async def test_get_analytics_matches_rest_and_hides_hidden_links(start_server: ServerFactory,
-                                                                  database_url: str) -> None:
+async def test_get_analytics_matches_rest_and_hides_hidden_links(
+    start_server: ServerFactory, database_url: str
+) -> None:
     server = start_server(database_url, workers=2)
     keys = make_account(server, "counter")
     rest_full = httpx.AsyncClient(base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {keys.full}"})
-    rest_public = httpx.AsyncClient(base_url=f"{server.url}/api/v1",
-                                    headers={"Authorization": f"Bearer {keys.public}"})
+    rest_public = httpx.AsyncClient(base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {keys.public}"})
     async with rest_full, rest_public, httpx.AsyncClient(base_url=server.url, headers=BROWSER) as visitor:
-        loud = (await rest_full.post("/links", json={"destination_url": "https://example.org/l",
-                                                     "slug": "loud"})).json()
-        hush = (await rest_full.post("/links", json={"destination_url": "https://example.org/h", "slug": "hush",
-                                                     "title": "Hushed"})).json()
+        loud = (
+            await rest_full.post("/links", json={"destination_url": "https://example.org/l", "slug": "loud"})
+        ).json()
+        hush = (
+            await rest_full.post(
+                "/links", json={"destination_url": "https://example.org/h", "slug": "hush", "title": "Hushed"}
+            )
+        ).json()
         for path in ("/loud", "/loud", "/hush?utm_source=news", "/hush?utm_source=news", "/hush?utm_source=news"):
             assert (await visitor.get(path)).status_code == 302
         await wait_for_clicks(rest_full, 5)

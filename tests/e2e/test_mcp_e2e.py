@@ -36,8 +36,17 @@ def check_tool_listing(tools: dict[str, Tool]) -> None:
     create = tools["create_link"].input_schema
     assert create["required"] == ["destination_url"]
     assert create["properties"]["visibility"]["enum"] == ["public", "unlisted", "private", "password"]
-    assert set(create["properties"]) == {"destination_url", "slug", "title", "description", "note", "hashtags",
-                                         "visibility", "password", "auto_meta"}
+    assert set(create["properties"]) == {
+        "destination_url",
+        "slug",
+        "title",
+        "description",
+        "note",
+        "hashtags",
+        "visibility",
+        "password",
+        "auto_meta",
+    }
     assert tools["update_link"].input_schema["required"] == ["id"]
     update = tools["update_link"].input_schema["properties"]
     assert "auto_meta" not in update and "default" not in update["title"]
@@ -63,9 +72,17 @@ async def test_every_tool_in_both_protocol_modes(start_server: ServerFactory, da
             check_tool_listing({tool.name: tool for tool in (await client.list_tools()).tools})
             me = await call(client, "get_me")
             assert (me["username"], me["plan"], me["scope"]) == ("toolsmith", "developer", "full")
-            made = await call(client, "create_link", {"destination_url": "https://example.org/guide",
-                                                      "slug": f"guide-{len(mode)}", "title": "Café guide",
-                                                      "hashtags": ["#Travel"], "note": "for the team"})
+            made = await call(
+                client,
+                "create_link",
+                {
+                    "destination_url": "https://example.org/guide",
+                    "slug": f"guide-{len(mode)}",
+                    "title": "Café guide",
+                    "hashtags": ["#Travel"],
+                    "note": "for the team",
+                },
+            )
             assert made["short_url"] == f"{server.url}/guide-{len(mode)}" and made["hashtags"] == ["travel"]
             page = await call(client, "list_links", {"q": "cafe #travel", "per": 1})
             assert [link["id"] for link in page["data"]] == [made["id"]]
@@ -74,7 +91,8 @@ async def test_every_tool_in_both_protocol_modes(start_server: ServerFactory, da
             assert await call(client, "delete_link", {"id": made["id"]}) == {"deleted": True, "id": made["id"]}
             assert await call_error(client, "delete_link", {"id": made["id"]}) == "link not found"
             assert await call_error(client, "update_link", {"title": "x"}) == (
-                "id is required: the link's id (lnk_...), as returned by list_links or create_link")
+                "id is required: the link's id (lnk_...), as returned by list_links or create_link"
+            )
             assert "destination_url" in await call_error(client, "create_link", {"destination_url": "ftp://x"})
 
 
@@ -103,8 +121,13 @@ async def check_parity(rest: httpx.AsyncClient, client: Client, suffix: str) -> 
         return (await rest.get(path, params=params)).json()
 
     assert await call(client, "get_me") == await get("/me")
-    body = {"destination_url": "https://example.org/p", "slug": f"twin-{suffix}", "title": "Twins",
-            "hashtags": ["pair"], "visibility": "private"}
+    body = {
+        "destination_url": "https://example.org/p",
+        "slug": f"twin-{suffix}",
+        "title": "Twins",
+        "hashtags": ["pair"],
+        "visibility": "private",
+    }
     made = await call(client, "create_link", body)
     assert await get(f"/links/{made['id']}") == made
     other = (await rest.post("/links", json={**body, "slug": f"twin-b-{suffix}"})).json()

@@ -43,8 +43,13 @@ def inspector() -> Path:
     if installed_version() != VERSION:
         CACHE.mkdir(parents=True, exist_ok=True)
         try:
-            subprocess.run(["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund",
-                            f"{PACKAGE}@{VERSION}"], capture_output=True, text=True, timeout=300, check=True)
+            subprocess.run(
+                ["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", f"{PACKAGE}@{VERSION}"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=True,
+            )
         except subprocess.CalledProcessError as exc:
             unavailable(f"npm could not install {PACKAGE}@{VERSION}: {exc.stderr.strip()[-800:]}")
         except subprocess.TimeoutExpired:
@@ -53,8 +58,16 @@ def inspector() -> Path:
 
 
 def run(inspector: Path, server: Server, key: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [str(inspector), "--cli", f"{server.url}/mcp", "--transport", "http",
-               "--header", f"Authorization: Bearer {key}", *args]
+    command = [
+        str(inspector),
+        "--cli",
+        f"{server.url}/mcp",
+        "--transport",
+        "http",
+        "--header",
+        f"Authorization: Bearer {key}",
+        *args,
+    ]
     env = {**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")}  # never touch ~/.mcp-inspector
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
 
@@ -87,8 +100,9 @@ def test_inspector_calls_tools(inspector: Path, served: tuple[Server, Keys], tmp
         tool_args = ["--tool-arg", *arguments] if arguments else []
         return run(inspector, server, key, tmp_path, "--method", "tools/call", "--tool-name", name, *tool_args)
 
-    made = ok(call(keys.full, "create_link", "destination_url=https://example.org/i", "slug=inspected",
-                   "visibility=private"))
+    made = ok(
+        call(keys.full, "create_link", "destination_url=https://example.org/i", "slug=inspected", "visibility=private")
+    )
     link = made["structuredContent"]
     assert (link["slug"], link["short_url"], made["isError"]) == ("inspected", f"{server.url}/inspected", False)
     assert ok(call(keys.full, "get_me"))["structuredContent"]["username"] == "inspected"

@@ -14,10 +14,13 @@ import httpx
 from tests.e2e.conftest import ServerFactory
 from tests.e2e.server import Server, make_account
 
-IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-          "Version/17.4 Mobile/15E148 Safari/604.1")
-CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-          "Chrome/124.0.0.0 Safari/537.36")
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/17.4 Mobile/15E148 Safari/604.1"
+)
+CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+)
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 
 
@@ -76,14 +79,22 @@ def test_devices_sources_and_totals(start_server: ServerFactory, database_url: s
         assert stats["unique_visitors"] == 2  # one iPhone, one Chrome, from one address
         assert {d["device"]: d["clicks"] for d in stats["devices"]} == {"mobile": 2, "desktop": 3}
         assert {s["source"]: s["clicks"] for s in stats["sources"]} == {
-            "direct": 1, "news.example.com": 1, "newsletter": 1, "twitter": 1, "qr": 1}
+            "direct": 1,
+            "news.example.com": 1,
+            "newsletter": 1,
+            "twitter": 1,
+            "qr": 1,
+        }
         assert stats["top_links"] == [{"id": link["id"], "slug": "tour", "title": None, "clicks": 5}]
         assert len(stats["clicks"]) == 7 and stats["clicks"][-1]["clicks"] == 5
         assert http.get(f"/links/{link['id']}").json()["clicks"] == 5
 
         only = http.get("/analytics", params={"days": 1, "source": "newsletter"}).json()
-        assert (only["total_clicks"], only["devices"], only["source"]) == (1, [{"device": "desktop", "clicks": 1}],
-                                                                           "newsletter")
+        assert (only["total_clicks"], only["devices"], only["source"]) == (
+            1,
+            [{"device": "desktop", "clicks": 1}],
+            "newsletter",
+        )
 
 
 def _hammer(url: str, stop: threading.Event, got: list[int]) -> None:
@@ -136,8 +147,9 @@ def _watch(server: Server, path: str, since: float, stale: Callable[[httpx.Respo
     return late
 
 
-def test_changed_or_deleted_link_stops_redirecting_within_a_second(start_server: ServerFactory,
-                                                                 database_url: str) -> None:
+def test_changed_or_deleted_link_stops_redirecting_within_a_second(
+    start_server: ServerFactory, database_url: str
+) -> None:
     server = start_server(database_url, workers=2)
     keys = make_account(server, "mover")
     with api(server, keys.full) as http:
@@ -148,7 +160,9 @@ def test_changed_or_deleted_link_stops_redirecting_within_a_second(start_server:
                 assert fresh.get("/moving").headers["location"] == "https://old.example/"
 
         assert http.put(f"/links/{link['id']}", json={"destination_url": "https://new.example/"}).status_code == 200
-        late = _watch(server, "/moving", time.monotonic(), lambda r: r.headers.get("location") == "https://old.example/")
+        late = _watch(
+            server, "/moving", time.monotonic(), lambda r: r.headers.get("location") == "https://old.example/"
+        )
         assert all(t < 1.0 for t in late), late
 
         assert http.delete(f"/links/{link['id']}").status_code == 200
@@ -167,8 +181,15 @@ def test_hostile_bytes_never_break_a_redirect_or_the_clicks(start_server: Server
     keys = make_account(server, "hostile")
     with api(server, keys.full) as http, httpx.Client(base_url=server.url) as client:
         link = http.post("/links", json={"destination_url": "https://example.org/ok", "slug": "ok"}).json()
-        vault = http.post("/links", json={"destination_url": "https://example.org/v", "slug": "vault",
-                                          "visibility": "password", "password": "open sesame"}).json()
+        vault = http.post(
+            "/links",
+            json={
+                "destination_url": "https://example.org/v",
+                "slug": "vault",
+                "visibility": "password",
+                "password": "open sesame",
+            },
+        ).json()
         for accept in (b"text/html;q=\xb2", b"text/html;q=" + b"9" * 5000, b"*/*", b""):
             res = client.get("/missing", headers={b"Accept": accept})
             assert res.status_code == 404 and res.json() == {"error": "link not found"}, accept

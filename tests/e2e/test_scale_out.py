@@ -38,12 +38,18 @@ def test_two_instances_share_limits_and_links(start_server: ServerFactory, datab
     assert codes.count(200) == 10 and codes[-2:] == [429, 429], codes
 
     public = {"Authorization": f"Bearer {keys.public}"}  # a bucket of its own: the full key is spent
-    made = httpx.post(f"{first.url}/api/v1/links", headers=public,
-                      json={"destination_url": "https://example.org/one", "slug": "shared"})
+    made = httpx.post(
+        f"{first.url}/api/v1/links",
+        headers=public,
+        json={"destination_url": "https://example.org/one", "slug": "shared"},
+    )
     assert made.status_code == 201, made.text
     assert httpx.get(f"{second.url}/shared").headers["location"] == "https://example.org/one"
-    changed = httpx.put(f"{first.url}/api/v1/links/{made.json()['id']}", headers=public,
-                        json={"destination_url": "https://example.org/two"})
+    changed = httpx.put(
+        f"{first.url}/api/v1/links/{made.json()['id']}",
+        headers=public,
+        json={"destination_url": "https://example.org/two"},
+    )
     assert changed.status_code == 200, changed.text
     deadline = time.monotonic() + 1.0
     while httpx.get(f"{second.url}/shared").headers["location"] != "https://example.org/two":

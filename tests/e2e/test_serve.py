@@ -16,8 +16,15 @@ def test_serve_end_to_end(start_server: ServerFactory, database_url: str) -> Non
     auth = {"Authorization": f"Bearer {keys.full}"}
     with httpx.Client(base_url=f"{server.url}/api/v1", headers=auth) as http:
         assert http.get("/me").json()["scope"] == "full"
-        made = http.post("/links", json={"destination_url": "https://example.org/a", "slug": "walk",
-                                         "title": "Café walk", "hashtags": ["Trips"]})
+        made = http.post(
+            "/links",
+            json={
+                "destination_url": "https://example.org/a",
+                "slug": "walk",
+                "title": "Café walk",
+                "hashtags": ["Trips"],
+            },
+        )
         assert made.status_code == 201, made.text
         assert made.json()["short_url"] == f"{server.url}/walk"
         found = http.get("/links", params={"q": "cafe #trips"}).json()
@@ -46,11 +53,17 @@ def test_cli_version_and_help(start_server: ServerFactory, tmp_path: object) -> 
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "slugline.cli", "--version"], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "slugline.cli", "--version"], capture_output=True, text=True, check=True
+    )
     assert out.stdout.startswith("slugline ")
-    for args in (["--help"], ["serve", "--help"], ["migrate", "--help"], ["accounts", "create", "--help"],
-                 ["accounts", "set-plan", "--help"]):
+    for args in (
+        ["--help"],
+        ["serve", "--help"],
+        ["migrate", "--help"],
+        ["accounts", "create", "--help"],
+        ["accounts", "set-plan", "--help"],
+    ):
         res = subprocess.run([sys.executable, "-m", "slugline.cli", *args], capture_output=True, text=True)
         assert res.returncode == 0 and "usage:" in res.stdout, args
 
@@ -61,10 +74,16 @@ def test_postgres_needs_a_secret_to_serve_but_not_to_migrate(pg_url: str) -> Non
     import sys
 
     env = {k: v for k, v in os.environ.items() if k != "SLUGLINE_SECRET_KEY"} | {"SLUGLINE_DATABASE_URL": pg_url}
-    migrate = subprocess.run([sys.executable, "-m", "slugline.cli", "migrate"], env=env, capture_output=True,
-                             text=True, timeout=120)
+    migrate = subprocess.run(
+        [sys.executable, "-m", "slugline.cli", "migrate"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert migrate.returncode == 0, migrate.stderr
-    serve = subprocess.run([sys.executable, "-m", "slugline.cli", "serve", "--port", "9"], env=env,
-                           capture_output=True, text=True, timeout=120)
+    serve = subprocess.run(
+        [sys.executable, "-m", "slugline.cli", "serve", "--port", "9"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert serve.returncode == 2 and "SLUGLINE_SECRET_KEY must be set" in serve.stderr
     assert "Traceback" not in serve.stderr

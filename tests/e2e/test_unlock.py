@@ -13,13 +13,26 @@ def test_password_link_form_cookie_and_rate_limit(start_server: ServerFactory) -
     server = start_server(SLUGLINE_RATE_LIMIT_UNLOCK="4")
     keys = make_account(server, "keeper")
     with api(server, keys.full) as http, httpx.Client(base_url=server.url) as browser:
-        link = http.post("/links", json={"destination_url": "https://example.org/secret", "slug": "vault",
-                                         "visibility": "password", "password": "open sesame"}).json()
+        link = http.post(
+            "/links",
+            json={
+                "destination_url": "https://example.org/secret",
+                "slug": "vault",
+                "visibility": "password",
+                "password": "open sesame",
+            },
+        ).json()
         form = browser.get("/vault?ref=mail")
         assert form.status_code == 200 and form.headers["content-type"].startswith("text/html")
         assert form.headers["cache-control"] == "private, no-store"
-        for part in ('<label for="password">', 'id="password"', "autofocus", 'method="post"',
-                     'action="/vault?ref=mail"', 'type="password"'):
+        for part in (
+            '<label for="password">',
+            'id="password"',
+            "autofocus",
+            'method="post"',
+            'action="/vault?ref=mail"',
+            'type="password"',
+        ):
             assert part in form.text, part
 
         wrong = browser.post("/vault?ref=mail", data={"password": "<script>"})

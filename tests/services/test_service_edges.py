@@ -21,8 +21,17 @@ def caller(runtime: Runtime) -> Caller:
 
 
 def test_nulls_mean_not_given_for_list_and_create(runtime: Runtime, caller: Caller) -> None:
-    made = links.create_link(runtime, caller, {"destination_url": "https://example.com/", "title": None,
-                                               "visibility": None, "auto_meta": None, "hashtags": None})
+    made = links.create_link(
+        runtime,
+        caller,
+        {
+            "destination_url": "https://example.com/",
+            "title": None,
+            "visibility": None,
+            "auto_meta": None,
+            "hashtags": None,
+        },
+    )
     assert made["visibility"] == "public" and made["hashtags"] == []
     listed = links.list_links(runtime, caller, {"q": None, "page": None, "per": None, "sort": None, "dir": None})
     assert listed["pagination"] == {"page": 1, "per": 20, "total": 1, "pages": 1}

@@ -20,8 +20,13 @@ CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, l
 def make_links(client: TestClient, who: Account) -> dict[str, dict[str, Any]]:
     made = {}
     for level in ("public", "unlisted", "private", "password"):
-        body = {"destination_url": f"https://example.org/{level}", "slug": f"{who.username}-{level}",
-                "title": level, "visibility": level, **({"password": "letmein"} if level == "password" else {})}
+        body = {
+            "destination_url": f"https://example.org/{level}",
+            "slug": f"{who.username}-{level}",
+            "title": level,
+            "visibility": level,
+            **({"password": "letmein"} if level == "password" else {}),
+        }
         res = client.post("/api/v1/links", json=body, headers=who.auth())
         assert res.status_code == 201, res.text
         made[level] = res.json()
@@ -44,8 +49,12 @@ def test_public_key_figures_leave_hidden_links_out(client: TestClient, alice: Ac
             res = client.get(f"/{links[level]['slug']}", headers={"User-Agent": CHROME}, follow_redirects=False)
             assert res.status_code == 302
     assert client.get(f"/{links['private']['slug']}").status_code == 404
-    unlock = client.post(f"/{links['password']['slug']}", data={"password": "letmein"}, headers={"User-Agent": CHROME},
-                         follow_redirects=False)
+    unlock = client.post(
+        f"/{links['password']['slug']}",
+        data={"password": "letmein"},
+        headers={"User-Agent": CHROME},
+        follow_redirects=False,
+    )
     assert unlock.status_code == 302  # one click on the password link
 
     full = wait_for_total(client, alice, 6)
@@ -74,8 +83,18 @@ def test_other_accounts_see_nothing(client: TestClient, alice: Account, make_acc
     assert client.get(f"/api/v1/links/{links['public']['id']}/qr", headers=bob.auth()).status_code == 404
     stats = client.get("/api/v1/analytics", params={"days": 3}, headers=bob.auth()).json()
     assert stats["total_clicks"] == 0 and stats["top_links"] == [] and len(stats["clicks"]) == 3
-    assert set(stats) == {"days", "from", "to", "source", "total_clicks", "unique_visitors", "clicks", "devices",
-                          "sources", "top_links"}
+    assert set(stats) == {
+        "days",
+        "from",
+        "to",
+        "source",
+        "total_clicks",
+        "unique_visitors",
+        "clicks",
+        "devices",
+        "sources",
+        "top_links",
+    }
 
 
 def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> None:
@@ -93,12 +112,21 @@ def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> N
     assert set(first["data"][0]) == {"clicked_at", "device", "browser", "os", "source", "referrer"}
 
 
-@pytest.mark.parametrize(("path", "field"), [
-    ("/analytics?days=0", "days"), ("/analytics?days=366", "days"), ("/analytics?days=x", "days"),
-    ("/links/{id}/clicks?per=101", "per"), ("/links/{id}/clicks?page=0", "page"),
-    ("/links/{id}/qr?size=63", "size"), ("/links/{id}/qr?size=2049", "size"), ("/links/{id}/qr?format=gif", "format"),
-    ("/links/{id}/qr?margin=-1", "margin"), ("/analytics?bogus=1", "bogus"),
-])
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/analytics?days=0", "days"),
+        ("/analytics?days=366", "days"),
+        ("/analytics?days=x", "days"),
+        ("/links/{id}/clicks?per=101", "per"),
+        ("/links/{id}/clicks?page=0", "page"),
+        ("/links/{id}/qr?size=63", "size"),
+        ("/links/{id}/qr?size=2049", "size"),
+        ("/links/{id}/qr?format=gif", "format"),
+        ("/links/{id}/qr?margin=-1", "margin"),
+        ("/analytics?bogus=1", "bogus"),
+    ],
+)
 def test_bounds_name_the_field(client: TestClient, alice: Account, path: str, field: str) -> None:
     link = make_links(client, alice)["public"]
     res = client.get("/api/v1" + path.format(id=link["id"]), headers=alice.auth())
@@ -108,8 +136,9 @@ def test_bounds_name_the_field(client: TestClient, alice: Account, path: str, fi
 @pytest.mark.parametrize("fmt", ["png", "svg"])
 def test_qr_encodes_the_short_url_marked_as_a_scan(client: TestClient, alice: Account, fmt: str) -> None:
     link = make_links(client, alice)["unlisted"]
-    res = client.get(f"/api/v1/links/{link['id']}/qr", params={"format": fmt, "size": 300},
-                     headers=alice.auth("public"))
+    res = client.get(
+        f"/api/v1/links/{link['id']}/qr", params={"format": fmt, "size": 300}, headers=alice.auth("public")
+    )
     assert res.status_code == 200
     assert res.headers["content-type"] == ("image/png" if fmt == "png" else "image/svg+xml")
     if fmt == "svg":

@@ -66,8 +66,17 @@ def test_unreachable_site_is_200_with_fetch_error(client: TestClient) -> None:
     assert res.json()["reachable"] is False and res.json()["fetch_error"]
 
 
-@pytest.mark.parametrize("url", ["not a url", "ftp://example.com/", "http://127.0.0.1/", "http://[::1]/",
-                                 "http://169.254.169.254/latest/meta-data/", "http://2130706433/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "not a url",
+        "ftp://example.com/",
+        "http://127.0.0.1/",
+        "http://[::1]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://2130706433/",
+    ],
+)
 def test_private_or_invalid_urls_are_422(database_url: str, url: str) -> None:
     settings = make_settings(database_url, fetch_allow_private=False)
     rt = Runtime.create(settings)

@@ -45,9 +45,11 @@ def test_delete_key(client: TestClient, alice: Account) -> None:
 
 
 def test_public_key_cannot_manage_keys(client: TestClient, alice: Account) -> None:
-    for res in (client.get(KEYS, headers=alice.auth("public")),
-                client.post(KEYS, json={"scope": "full"}, headers=alice.auth("public")),
-                client.delete(KEYS, params={"scope": "full"}, headers=alice.auth("public"))):
+    for res in (
+        client.get(KEYS, headers=alice.auth("public")),
+        client.post(KEYS, json={"scope": "full"}, headers=alice.auth("public")),
+        client.delete(KEYS, params={"scope": "full"}, headers=alice.auth("public")),
+    ):
         assert res.status_code == 403
         assert "public-only key" in res.json()["error"]
 

@@ -33,8 +33,16 @@ def test_create_minimal_link(client: TestClient, alice: Account) -> None:
 
 
 def test_create_full_link_and_read_it_back(client: TestClient, alice: Account) -> None:
-    res = create(client, alice, slug="rust-book", title="The Rust Book", description="Learn Rust",
-                 note="for the team", hashtags=["#Rust", "books", "rust"], visibility="unlisted")
+    res = create(
+        client,
+        alice,
+        slug="rust-book",
+        title="The Rust Book",
+        description="Learn Rust",
+        note="for the team",
+        hashtags=["#Rust", "books", "rust"],
+        visibility="unlisted",
+    )
     assert res.status_code == 201
     link = res.json()
     assert link["slug"] == "rust-book" and link["hashtags"] == ["rust", "books"]
@@ -72,8 +80,9 @@ OVER_BOUNDS: list[tuple[dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("extra", "needle"), OVER_BOUNDS, ids=[n for _, n in OVER_BOUNDS])
-def test_each_bound_gives_422_naming_the_field(client: TestClient, alice: Account, extra: dict[str, Any],
-                                               needle: str) -> None:
+def test_each_bound_gives_422_naming_the_field(
+    client: TestClient, alice: Account, extra: dict[str, Any], needle: str
+) -> None:
     res = create(client, alice, **extra)
     assert res.status_code == 422, res.text
     assert needle in res.json()["error"]
@@ -85,13 +94,22 @@ def test_missing_destination_is_422(client: TestClient, alice: Account) -> None:
 
 
 def test_bounds_are_inclusive(client: TestClient, alice: Account) -> None:
-    res = create(client, alice, slug="a" * 64, title="t" * 255, description="d" * 1024, note="n" * 4096,
-                 hashtags=[f"t{i}" for i in range(30)], destination_url="https://e.com/" + "p" * 2034)
+    res = create(
+        client,
+        alice,
+        slug="a" * 64,
+        title="t" * 255,
+        description="d" * 1024,
+        note="n" * 4096,
+        hashtags=[f"t{i}" for i in range(30)],
+        destination_url="https://e.com/" + "p" * 2034,
+    )
     assert res.status_code == 201, res.text
 
 
-def test_taken_slug_is_409_and_slugs_are_case_sensitive(client: TestClient, alice: Account,
-                                                         make_account: Callable[..., Account]) -> None:
+def test_taken_slug_is_409_and_slugs_are_case_sensitive(
+    client: TestClient, alice: Account, make_account: Callable[..., Account]
+) -> None:
     assert create(client, alice, slug="Launch").status_code == 201
     assert create(client, alice, slug="launch").status_code == 201
     other = make_account("bob")
@@ -101,8 +119,9 @@ def test_taken_slug_is_409_and_slugs_are_case_sensitive(client: TestClient, alic
 
 def test_update_sends_only_changes_and_null_clears(client: TestClient, alice: Account) -> None:
     link = create(client, alice, title="Old", note="keep me", hashtags=["a"]).json()
-    res = client.put(f"{LINKS}/{link['id']}", json={"title": None, "hashtags": None, "slug": "new-slug"},
-                     headers=alice.auth())
+    res = client.put(
+        f"{LINKS}/{link['id']}", json={"title": None, "hashtags": None, "slug": "new-slug"}, headers=alice.auth()
+    )
     assert res.status_code == 200, res.text
     body = res.json()
     assert body["title"] is None and body["hashtags"] == [] and body["note"] == "keep me"
@@ -112,9 +131,14 @@ def test_update_sends_only_changes_and_null_clears(client: TestClient, alice: Ac
 
 @pytest.mark.parametrize(
     ("body", "needle"),
-    [({}, "empty"), ({"slug": None}, "slug cannot be null"), ({"destination_url": None}, "destination_url"),
-     ({"auto_meta": True}, "auto_meta"), ({"visibility": "password"}, "password is required"),
-     ({"password": "hunter22"}, "password can only be set")],
+    [
+        ({}, "empty"),
+        ({"slug": None}, "slug cannot be null"),
+        ({"destination_url": None}, "destination_url"),
+        ({"auto_meta": True}, "auto_meta"),
+        ({"visibility": "password"}, "password is required"),
+        ({"password": "hunter22"}, "password can only be set"),
+    ],
 )
 def test_bad_updates_are_422(client: TestClient, alice: Account, body: dict[str, Any], needle: str) -> None:
     link = create(client, alice).json()
@@ -145,13 +169,16 @@ def test_delete_is_permanent(client: TestClient, alice: Account) -> None:
     assert client.delete(f"{LINKS}/{link['id']}", headers=alice.auth()).status_code == 404
 
 
-def test_accounts_never_see_each_other(client: TestClient, alice: Account,
-                                       make_account: Callable[..., Account]) -> None:
+def test_accounts_never_see_each_other(
+    client: TestClient, alice: Account, make_account: Callable[..., Account]
+) -> None:
     bob = make_account("bob")
     link = create(client, alice, title="alice only").json()
-    for res in (client.get(f"{LINKS}/{link['id']}", headers=bob.auth()),
-                client.put(f"{LINKS}/{link['id']}", json={"title": "mine"}, headers=bob.auth()),
-                client.delete(f"{LINKS}/{link['id']}", headers=bob.auth())):
+    for res in (
+        client.get(f"{LINKS}/{link['id']}", headers=bob.auth()),
+        client.put(f"{LINKS}/{link['id']}", json={"title": "mine"}, headers=bob.auth()),
+        client.delete(f"{LINKS}/{link['id']}", headers=bob.auth()),
+    ):
         assert res.status_code == 404 and res.json() == {"error": "link not found"}
     assert client.get(LINKS, headers=bob.auth()).json()["pagination"]["total"] == 0
     assert client.get(LINKS, params={"q": "alice"}, headers=bob.auth()).json()["data"] == []
@@ -166,8 +193,10 @@ def test_nul_characters_are_422_not_a_crash(client: TestClient, alice: Account, 
     assert listed.status_code == 422 and "q" in listed.json()["error"]
 
 
-@pytest.mark.parametrize("path", [f"{LINKS}/lnk_%00", f"{LINKS}/%00/clicks", f"{LINKS}/x%00y/qr",
-                                  "/api/v1/public/a%00b", f"{LINKS}/{'x' * 5000}"])
+@pytest.mark.parametrize(
+    "path",
+    [f"{LINKS}/lnk_%00", f"{LINKS}/%00/clicks", f"{LINKS}/x%00y/qr", "/api/v1/public/a%00b", f"{LINKS}/{'x' * 5000}"],
+)
 def test_odd_ids_in_paths_are_404(client: TestClient, alice: Account, path: str) -> None:
     res = client.get(path, headers=alice.auth())
     assert res.status_code == 404 and res.json() == {"error": "link not found"}

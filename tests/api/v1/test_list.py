@@ -11,8 +11,10 @@ from tests.conftest import Account
 def five(client: TestClient, alice: Account) -> list[dict[str, object]]:
     titles = ["Crème brûlée recipe", "Rust async book", None, "apple pie", "Zebra facts"]
     tags = [["food", "dessert"], ["rust", "books"], ["misc"], ["food"], []]
-    return [create(client, alice, title=t, hashtags=h, slug=f"s{i}", note=f"note {i}").json()
-            for i, (t, h) in enumerate(zip(titles, tags, strict=True))]
+    return [
+        create(client, alice, title=t, hashtags=h, slug=f"s{i}", note=f"note {i}").json()
+        for i, (t, h) in enumerate(zip(titles, tags, strict=True))
+    ]
 
 
 def listing(client: TestClient, alice: Account, **params: object) -> dict[str, object]:
@@ -34,8 +36,9 @@ def test_pagination(client: TestClient, alice: Account, five: list[dict[str, obj
     assert listing(client, alice, per=2, page=9)["data"] == []
 
 
-def test_sort_by_title_puts_missing_titles_last(client: TestClient, alice: Account,
-                                                five: list[dict[str, object]]) -> None:
+def test_sort_by_title_puts_missing_titles_last(
+    client: TestClient, alice: Account, five: list[dict[str, object]]
+) -> None:
     asc = [link["title"] for link in listing(client, alice, sort="title", dir="asc")["data"]]  # type: ignore[index]
     assert asc[-1] is None and asc[:4] == sorted(asc[:4])
     desc = [link["title"] for link in listing(client, alice, sort="title", dir="desc")["data"]]  # type: ignore[index]
@@ -44,8 +47,15 @@ def test_sort_by_title_puts_missing_titles_last(client: TestClient, alice: Accou
 
 @pytest.mark.parametrize(
     ("params", "field"),
-    [({"per": 0}, "per"), ({"per": 101}, "per"), ({"page": 0}, "page"), ({"sort": "colour"}, "sort"),
-     ({"dir": "up"}, "dir"), ({"per": "many"}, "per"), ({"bogus": 1}, "bogus")],
+    [
+        ({"per": 0}, "per"),
+        ({"per": 101}, "per"),
+        ({"page": 0}, "page"),
+        ({"sort": "colour"}, "sort"),
+        ({"dir": "up"}, "dir"),
+        ({"per": "many"}, "per"),
+        ({"bogus": 1}, "bogus"),
+    ],
 )
 def test_list_bounds_are_422(client: TestClient, alice: Account, params: dict[str, object], field: str) -> None:
     res = client.get(LINKS, params=params, headers=alice.auth())
@@ -54,20 +64,29 @@ def test_list_bounds_are_422(client: TestClient, alice: Account, params: dict[st
 
 @pytest.mark.parametrize(
     ("q", "slugs"),
-    [("creme", {"s0"}), ("CRÈME Brulee", {"s0"}), ("rust book", {"s1"}), ("rust pie", set()),
-     ("#food", {"s0", "s3"}), ("#foo", set()), ("note", {"s0", "s1", "s2", "s3", "s4"}),
-     ("example.com", {"s0", "s1", "s2", "s3", "s4"}),
-     ("s2", {"s2"}), ("dessert apple", set()), ("#food pie", {"s3"})],
+    [
+        ("creme", {"s0"}),
+        ("CRÈME Brulee", {"s0"}),
+        ("rust book", {"s1"}),
+        ("rust pie", set()),
+        ("#food", {"s0", "s3"}),
+        ("#foo", set()),
+        ("note", {"s0", "s1", "s2", "s3", "s4"}),
+        ("example.com", {"s0", "s1", "s2", "s3", "s4"}),
+        ("s2", {"s2"}),
+        ("dessert apple", set()),
+        ("#food pie", {"s3"}),
+    ],
 )
-def test_q_matches_all_terms_across_fields(client: TestClient, alice: Account, five: list[dict[str, object]],
-                                           q: str, slugs: set[str]) -> None:
+def test_q_matches_all_terms_across_fields(
+    client: TestClient, alice: Account, five: list[dict[str, object]], q: str, slugs: set[str]
+) -> None:
     body = listing(client, alice, q=q)
     assert {link["slug"] for link in body["data"]} == slugs  # type: ignore[index]
     assert body["pagination"]["total"] == len(slugs)  # type: ignore[index]
 
 
-def test_q_keeps_sort_and_pagination_exact(client: TestClient, alice: Account,
-                                           five: list[dict[str, object]]) -> None:
+def test_q_keeps_sort_and_pagination_exact(client: TestClient, alice: Account, five: list[dict[str, object]]) -> None:
     body = listing(client, alice, q="note", sort="slug", dir="asc", per=2, page=2)
     assert [link["slug"] for link in body["data"]] == ["s2", "s3"]  # type: ignore[index]
 

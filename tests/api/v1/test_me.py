@@ -10,8 +10,12 @@ from tests.conftest import Account
 def test_me_reports_scope(client: TestClient, alice: Account, which: str) -> None:
     res = client.get("/api/v1/me", headers=alice.auth(which))
     assert res.status_code == 200
-    assert res.json() == {"username": "alice", "plan": "developer", "scope": which,
-                          "created_at": res.json()["created_at"]}
+    assert res.json() == {
+        "username": "alice",
+        "plan": "developer",
+        "scope": which,
+        "created_at": res.json()["created_at"],
+    }
 
 
 @pytest.mark.parametrize(

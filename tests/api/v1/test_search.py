@@ -12,16 +12,31 @@ SEARCH = "/api/v1/search"
 @pytest.fixture
 def corpus(client: TestClient, alice: Account) -> dict[str, str]:
     links = {
-        "title": create(client, alice, slug="t1", title="Kubernetes networking guide",
-                        destination_url="https://example.org/a").json(),
-        "url": create(client, alice, slug="u1", title="Something else",
-                      destination_url="https://kubernetes.example.org/").json(),
-        "note": create(client, alice, slug="n1", title="Unrelated", note="ask about kubernetes",
-                       destination_url="https://example.org/b").json(),
-        "tag": create(client, alice, slug="g1", title="Tagged", hashtags=["kubernetes"],
-                      destination_url="https://example.org/c").json(),
-        "private": create(client, alice, slug="p1", title="Kubernetes secrets", visibility="private",
-                          destination_url="https://example.org/d").json(),
+        "title": create(
+            client, alice, slug="t1", title="Kubernetes networking guide", destination_url="https://example.org/a"
+        ).json(),
+        "url": create(
+            client, alice, slug="u1", title="Something else", destination_url="https://kubernetes.example.org/"
+        ).json(),
+        "note": create(
+            client,
+            alice,
+            slug="n1",
+            title="Unrelated",
+            note="ask about kubernetes",
+            destination_url="https://example.org/b",
+        ).json(),
+        "tag": create(
+            client, alice, slug="g1", title="Tagged", hashtags=["kubernetes"], destination_url="https://example.org/c"
+        ).json(),
+        "private": create(
+            client,
+            alice,
+            slug="p1",
+            title="Kubernetes secrets",
+            visibility="private",
+            destination_url="https://example.org/d",
+        ).json(),
     }
     return {name: link["id"] for name, link in links.items()}
 
@@ -54,10 +69,13 @@ def test_highlights_mark_terms_and_escape_html(client: TestClient, alice: Accoun
     assert hit["highlights"]["title"] == "&lt;b&gt;<mark>Rust</mark>&lt;/b&gt; &amp; friends"
 
 
-@pytest.mark.parametrize(("q", "expected"), [("kuber", 5), ("kubernetse", 5), ("#kubernetes", 1),
-                                               ("kubernetes networking", 1), ("zzzzzz", 0)])
-def test_prefix_typo_and_tag_terms(client: TestClient, alice: Account, corpus: dict[str, str], q: str,
-                                   expected: int) -> None:
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [("kuber", 5), ("kubernetse", 5), ("#kubernetes", 1), ("kubernetes networking", 1), ("zzzzzz", 0)],
+)
+def test_prefix_typo_and_tag_terms(
+    client: TestClient, alice: Account, corpus: dict[str, str], q: str, expected: int
+) -> None:
     assert search(client, alice, q)["total"] == expected
 
 
