@@ -71,24 +71,36 @@ def start_nginx(tmp: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     conf = tmp / "nginx.conf"
     conf.write_text(NGINX_CONF.format(workers=workers, tmp=tmp, port=port))
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    proc = subprocess.Popen([nginx, "-p", str(tmp), "-e", str(tmp / "error.log"), "-c", str(conf)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [nginx, "-p", str(tmp), "-e", str(tmp / "error.log"), "-c", str(conf)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/bench"
     wait_until_up(url, proc)
     return proc, url
 
 
-def start_slugline(tmp: Path, workers: int, database_url: str | None) -> tuple[subprocess.Popen[bytes], str,
-                                                                              dict[str, str]]:
+def start_slugline(
+    tmp: Path, workers: int, database_url: str | None
+) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
     port = free_port()
-    env = {**os.environ, "SLUGLINE_DATABASE_URL": database_url or f"sqlite:///{tmp}/bench.db",
-           "SLUGLINE_SECRET_KEY": "bench-" + "s" * 40}
+    env = {
+        **os.environ,
+        "SLUGLINE_DATABASE_URL": database_url or f"sqlite:///{tmp}/bench.db",
+        "SLUGLINE_SECRET_KEY": "bench-" + "s" * 40,
+    }
     cli = [sys.executable, "-m", "slugline.cli"]
     if database_url:
         subprocess.run([*cli, "migrate"], env=env, check=True, capture_output=True)
     log = (tmp / "slugline.log").open("ab")
-    proc = subprocess.Popen([*cli, "serve", "--port", str(port), "--workers", str(workers)], env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [*cli, "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     wait_until_up(f"{base}/api/v1/health", proc)
     name = f"bench{int(time.time())}"
@@ -124,14 +136,25 @@ def own_schema(database_url: str | None) -> Iterator[str | None]:
         admin.dispose()
 
 
+def _find(pattern: str, text: str) -> re.Match[str]:
+    found = re.search(pattern, text)
+    if found is None:
+        raise RuntimeError(f"wrk printed no match for {pattern!r}:\n{text}")
+    return found
+
+
 def wrk(url: str, duration: float, connections: int, threads: int) -> tuple[float, float, int]:
     """(requests per second, p99 latency in ms, responses) of one wrk run."""
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(duration))}s", "--latency", url],
-                         capture_output=True, text=True, check=True).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
+    out = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(duration))}s", "--latency", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rps = float(_find(r"Requests/sec:\s+([\d.]+)", out)[1])
+    value, unit = _find(r"99%\s+([\d.]+)(us|ms|s)", out).groups()
     p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    total = int(_find(r"(\d+) requests in", out)[1])
     if "Non-2xx or 3xx" in out:
         raise RuntimeError(f"unexpected responses from {url}:\n{out}")
     return rps, p99, total
@@ -169,12 +192,21 @@ def main() -> int:
     return 0
 
 
-def report(results: dict[str, list[tuple[float, float, int]]], args: argparse.Namespace, tmp: Path,
-           info: dict[str, str], db_url: str | None) -> None:
-    med = {label: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-           for label, runs in results.items()}
-    print(f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds, "
-          f"{args.workers} worker(s), {args.database_url or 'SQLite'}; medians:")
+def report(
+    results: dict[str, list[tuple[float, float, int]]],
+    args: argparse.Namespace,
+    tmp: Path,
+    info: dict[str, str],
+    db_url: str | None,
+) -> None:
+    med = {
+        label: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+        for label, runs in results.items()
+    }
+    print(
+        f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds, "
+        f"{args.workers} worker(s), {args.database_url or 'SQLite'}; medians:"
+    )
     for label, (rps, p99) in med.items():
         print(f"  {label:8s} {rps:10.0f} req/s   p99 {p99:7.2f} ms")
     print(f"  ratio    {med['slugline'][0] / med['nginx'][0]:.3f}x nginx")

@@ -7,7 +7,7 @@ Goals: 1M clicks rolled up in <= 100 ms, >= 20x the reference. Compare the `mean
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from tests import reference
@@ -63,22 +63,53 @@ def test_classify_user_agent(benchmark: Any, impl: str) -> None:
     agents = AGENTS * 1250  # 10,000 user agents
     _info(benchmark, "classify 10,000 user agents", agents=len(agents))
     result = benchmark(lambda: [classify(agent) for agent in agents])
-    assert result[:len(AGENTS)] == [reference.classify_user_agent(agent) for agent in AGENTS]
+    assert result[: len(AGENTS)] == [reference.classify_user_agent(agent) for agent in AGENTS]
+
+
+class Click(NamedTuple):
+    link_id: str
+    timestamp: float
+    user_agent: str
+    referrer: str | None
+    utm_source: str | None
+    via_qr: bool
+    visitor_salt: bytes
+    ip: str
 
 
 @pytest.mark.parametrize("impl", ["rust", "reference"])
 def test_classify_flush_batch(benchmark: Any, impl: str) -> None:
     """What the flusher does per batch: 1,000 clicks classified (device, source, visitor hash) and rolled up."""
     make = _core.ClickBatch if impl == "rust" else reference.ClickBatch
-    clicks = [{"link_id": f"lnk_{i % 50:011d}", "timestamp": 1.8e9 + i, "user_agent": AGENTS[i % len(AGENTS)],
-               "referrer": "https://www.example.com/a" if i % 3 else None, "utm_source": "news" if i % 7 == 0 else None,
-               "via_qr": i % 11 == 0, "visitor_salt": b"s" * 32, "ip": f"10.0.{i % 256}.{i % 97}"} for i in range(1000)]
+    clicks = [
+        Click(
+            link_id=f"lnk_{i % 50:011d}",
+            timestamp=1.8e9 + i,
+            user_agent=AGENTS[i % len(AGENTS)],
+            referrer="https://www.example.com/a" if i % 3 else None,
+            utm_source="news" if i % 7 == 0 else None,
+            via_qr=i % 11 == 0,
+            visitor_salt=b"s" * 32,
+            ip=f"10.0.{i % 256}.{i % 97}",
+        )
+        for i in range(1000)
+    ]
     _info(benchmark, "flush batch of 1,000 clicks", clicks=len(clicks))
 
     def run() -> list[tuple[str, int, str, str, int]]:
-        batch = make()
-        for click in clicks:
-            batch.add(**click)
-        return batch.rollup()
+        batch: Any = make()
+        for c in clicks:
+            batch.add(
+                link_id=c.link_id,
+                timestamp=c.timestamp,
+                user_agent=c.user_agent,
+                referrer=c.referrer,
+                utm_source=c.utm_source,
+                via_qr=c.via_qr,
+                visitor_salt=c.visitor_salt,
+                ip=c.ip,
+            )
+        rolled: list[tuple[str, int, str, str, int]] = batch.rollup()
+        return rolled
 
     assert len(benchmark(run)) > 0

@@ -75,9 +75,15 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
             if runtime is None:
                 await rt.aclose()
 
-    app = FastAPI(title="Slugline", version=__version__, lifespan=lifespan, docs_url=f"{API_PREFIX}/docs",
-                  redoc_url=None, openapi_url=f"{API_PREFIX}/openapi.json",
-                  description="Short links with analytics, QR codes and a remote MCP endpoint.")
+    app = FastAPI(
+        title="Slugline",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        description="Short links with analytics, QR codes and a remote MCP endpoint.",
+    )
     for router in routers():
         app.include_router(router, prefix=API_PREFIX)
     # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself.

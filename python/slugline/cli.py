@@ -8,12 +8,16 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from slugline import __version__
 from slugline.settings import PLAN_RANK, get_settings
 
+if TYPE_CHECKING:
+    from slugline.runtime import Runtime
 
-def _runtime():  # type: ignore[no-untyped-def]
+
+def _runtime() -> Runtime:
     from slugline.runtime import Runtime
 
     return Runtime.create(get_settings())
@@ -40,8 +44,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings.secret()  # made once here, before the workers start, so they all read the same key
     # uvloop's event loop carries ~25% more redirects per second than asyncio's on the same worker.
     loop = Loops.uvloop if importlib.util.find_spec("uvloop") else Loops.asyncio
-    Granian("slugline.asgi:app", address=args.host, port=args.port, workers=args.workers, loop=loop,
-            interface=Interfaces.ASGI, log_access=args.access_log, workers_kill_timeout=30).serve()
+    Granian(
+        "slugline.asgi:app",
+        address=args.host,
+        port=args.port,
+        workers=args.workers,
+        loop=loop,
+        interface=Interfaces.ASGI,
+        log_access=args.access_log,
+        workers_kill_timeout=30,
+    ).serve()
     return 0
 
 

@@ -40,8 +40,9 @@ def make_engine(settings: Settings) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow,
-                         pool_pre_ping=True)
+    return create_engine(
+        url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow, pool_pre_ping=True
+    )
 
 
 class Database:

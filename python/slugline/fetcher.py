@@ -237,7 +237,9 @@ def _apply_html(meta: PageMeta, body: bytes, content_type: str, base: str) -> No
             tags.setdefault(key, content)
     title = tree.css_first("title")
     icons = (n.attributes.get("href") for n in tree.css("link[rel][href]") if _has_icon_rel(n.attributes.get("rel")))
-    meta.title = _text(tags.get("og:title") or tags.get("twitter:title") or (title.text() if title else None), MAX_TITLE)
+    meta.title = _text(
+        tags.get("og:title") or tags.get("twitter:title") or (title.text() if title else None), MAX_TITLE
+    )
     description = tags.get("og:description") or tags.get("description") or tags.get("twitter:description")
     meta.description = _text(description, MAX_DESCRIPTION)
     meta.image = _link(base, tags.get("og:image") or tags.get("og:image:url") or tags.get("twitter:image"))

@@ -27,8 +27,12 @@ class Runtime:
 
     @classmethod
     def create(cls, settings: Settings) -> Runtime:
-        return cls(settings=settings, db=Database(settings), secret=settings.secret(),
-                   limiter=make_rate_limiter(settings.redis_url))
+        return cls(
+            settings=settings,
+            db=Database(settings),
+            secret=settings.secret(),
+            limiter=make_rate_limiter(settings.redis_url),
+        )
 
     def fetch_networks(self) -> list[IPv4Network | IPv6Network]:
         """Private networks the fetcher may reach: none, unless the test-only setting allows loopback."""

@@ -85,37 +85,55 @@ def check_hashtags(tags: list[str]) -> list[str]:
 
 Destination = Annotated[
     str,
-    Field(min_length=1, description=f"Where the short link redirects: an absolute http(s) URL with a host, at most "
-          f"{MAX_URL} characters"),
+    Field(
+        min_length=1,
+        description=f"Where the short link redirects: an absolute http(s) URL with a host, at most "
+        f"{MAX_URL} characters",
+    ),
     AfterValidator(check_destination),
 ]
 Slug = Annotated[
     str,
-    Field(description=f"The path of the short URL: 1-{MAX_SLUG} of A-Z a-z 0-9 _ -, case-sensitive, not a reserved "
-          "word (api, mcp, health, ...); on create, omit it to get a random 7-character slug"),
+    Field(
+        description=f"The path of the short URL: 1-{MAX_SLUG} of A-Z a-z 0-9 _ -, case-sensitive, not a reserved "
+        "word (api, mcp, health, ...); on create, omit it to get a random 7-character slug"
+    ),
     AfterValidator(check_slug),
 ]
 Hashtags = Annotated[
     list[str],
-    Field(description=f"Up to {MAX_TAGS} tags of 1-{MAX_TAG} characters; a leading '#' is stripped, tags are "
-          "lowercased and de-duplicated"),
+    Field(
+        description=f"Up to {MAX_TAGS} tags of 1-{MAX_TAG} characters; a leading '#' is stripped, tags are "
+        "lowercased and de-duplicated"
+    ),
     AfterValidator(check_hashtags),
 ]
 Title = Annotated[str, Field(max_length=MAX_TITLE, description=f"Title, at most {MAX_TITLE} characters")]
 Description = Annotated[
-    str, Field(max_length=MAX_DESCRIPTION, description=f"Description, at most {MAX_DESCRIPTION} characters")]
-Note = Annotated[str, Field(max_length=MAX_NOTE, description=f"Private note for the account, at most {MAX_NOTE} "
-                            "characters; never shown to visitors")]
+    str, Field(max_length=MAX_DESCRIPTION, description=f"Description, at most {MAX_DESCRIPTION} characters")
+]
+Note = Annotated[
+    str,
+    Field(
+        max_length=MAX_NOTE,
+        description=f"Private note for the account, at most {MAX_NOTE} characters; never shown to visitors",
+    ),
+]
 VisibilityField = Annotated[
     Visibility,
-    Field(description="public: listed and redirects; unlisted: redirects but is not advertised; private: only the "
-          "account sees it and the short URL answers 404; password: visitors must enter the password"),
+    Field(
+        description="public: listed and redirects; unlisted: redirects but is not advertised; private: only the "
+        "account sees it and the short URL answers 404; password: visitors must enter the password"
+    ),
 ]
 LinkPassword = Annotated[
     str,
-    Field(min_length=MIN_LINK_PASSWORD, max_length=MAX_LINK_PASSWORD,
-          description=f"Password visitors must enter ({MIN_LINK_PASSWORD}-{MAX_LINK_PASSWORD} characters); required "
-          "when visibility is 'password'; write-only, never returned"),
+    Field(
+        min_length=MIN_LINK_PASSWORD,
+        max_length=MAX_LINK_PASSWORD,
+        description=f"Password visitors must enter ({MIN_LINK_PASSWORD}-{MAX_LINK_PASSWORD} characters); required "
+        "when visibility is 'password'; write-only, never returned",
+    ),
 ]
 
 
@@ -148,8 +166,11 @@ class LinkUpdate(_Strict):
 class LinkCreate(LinkUpdate):
     destination_url: Destination
     visibility: VisibilityField = Visibility.PUBLIC
-    auto_meta: bool = Field(default=False, description="true: fetch the destination page's title and description "
-                            "(explicit fields win; a failed fetch never fails the create)")
+    auto_meta: bool = Field(
+        default=False,
+        description="true: fetch the destination page's title and description "
+        "(explicit fields win; a failed fetch never fails the create)",
+    )
 
 
 # Fields of an update that cannot be cleared with null.
@@ -162,24 +183,35 @@ def non_null_fields(data: dict[str, Any]) -> list[str]:
 
 
 class PageParams(_Strict):
-    page: int = Field(default=1, ge=1, le=MAX_PAGE,
-                      description="Page number, from 1; a page past the end returns an empty data list")
+    page: int = Field(
+        default=1, ge=1, le=MAX_PAGE, description="Page number, from 1; a page past the end returns an empty data list"
+    )
     per: int = Field(default=20, ge=1, le=MAX_PER, description=f"Items per page, 1-{MAX_PER}")
 
 
 class ListParams(PageParams):
-    q: str | None = Field(default=None, max_length=MAX_QUERY, description=(
-        "Search: every whitespace-separated term must match (case- and accent-insensitive) somewhere in slug, "
-        "title, destination_url, description, note or hashtags; a term '#tag' matches hashtags only"))
+    q: str | None = Field(
+        default=None,
+        max_length=MAX_QUERY,
+        description=(
+            "Search: every whitespace-separated term must match (case- and accent-insensitive) somewhere in slug, "
+            "title, destination_url, description, note or hashtags; a term '#tag' matches hashtags only"
+        ),
+    )
     sort: SortField = Field(default="created_at", description="Field to sort by")
     dir: Direction = Field(default="desc", description="Sort direction")
 
 
 class Credentials(_Strict):
-    username: str = Field(min_length=MIN_USERNAME, max_length=MAX_USERNAME, pattern=r"^[A-Za-z0-9_-]+$",
-                          description=f"{MIN_USERNAME}-{MAX_USERNAME} of a-z 0-9 _ -, stored lowercase")
-    password: str = Field(min_length=MIN_PASSWORD, max_length=MAX_PASSWORD,
-                          description=f"At least {MIN_PASSWORD} characters")
+    username: str = Field(
+        min_length=MIN_USERNAME,
+        max_length=MAX_USERNAME,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description=f"{MIN_USERNAME}-{MAX_USERNAME} of a-z 0-9 _ -, stored lowercase",
+    )
+    password: str = Field(
+        min_length=MIN_PASSWORD, max_length=MAX_PASSWORD, description=f"At least {MIN_PASSWORD} characters"
+    )
 
 
 class Login(_Strict):
@@ -192,8 +224,11 @@ class KeyRequest(_Strict):
 
 
 class SearchParams(_Strict):
-    q: str = Field(min_length=1, max_length=MAX_QUERY, description="Search terms; prefix matching, one typo allowed "
-                   "in terms of 5 or more characters")
+    q: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY,
+        description="Search terms; prefix matching, one typo allowed in terms of 5 or more characters",
+    )
     limit: int = Field(default=20, ge=1, le=MAX_SEARCH_LIMIT, description=f"Hits to return, 1-{MAX_SEARCH_LIMIT}")
 
 
@@ -202,11 +237,17 @@ class AnalyzeParams(_Strict):
 
 
 class AnalyticsParams(_Strict):
-    days: int = Field(default=30, ge=1, le=MAX_DAYS,
-                      description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC)")
-    source: str | None = Field(default=None, max_length=MAX_SOURCE, description=(
-        "Only count clicks from this source: 'direct', 'qr', a utm_source value or a referrer host such as "
-        "'news.ycombinator.com'"))
+    days: int = Field(
+        default=30, ge=1, le=MAX_DAYS, description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC)"
+    )
+    source: str | None = Field(
+        default=None,
+        max_length=MAX_SOURCE,
+        description=(
+            "Only count clicks from this source: 'direct', 'qr', a utm_source value or a referrer host such as "
+            "'news.ycombinator.com'"
+        ),
+    )
 
 
 class QrParams(_Strict):

@@ -18,15 +18,30 @@ from slugline.visibility import PUBLIC_LEVELS
 T = TypeVar("T")
 
 
-INDEXED = (Link.id, Link.slug, Link.destination_url, Link.title, Link.description, Link.note, Link.hashtags,
-           Link.visibility)
+INDEXED = (
+    Link.id,
+    Link.slug,
+    Link.destination_url,
+    Link.title,
+    Link.description,
+    Link.note,
+    Link.hashtags,
+    Link.visibility,
+)
 
 
 def index_link(index: SearchIndex, link: Any) -> None:
     """Add or refresh one link; `link` is a Link or a row of the INDEXED columns."""
-    index.upsert(id=link.id, slug=link.slug, destination_url=link.destination_url, title=link.title,
-                 description=link.description, note=link.note, hashtags=list(link.hashtags or ()),
-                 public=link.visibility in PUBLIC_LEVELS)
+    index.upsert(
+        id=link.id,
+        slug=link.slug,
+        destination_url=link.destination_url,
+        title=link.title,
+        description=link.description,
+        note=link.note,
+        hashtags=list(link.hashtags or ()),
+        public=link.visibility in PUBLIC_LEVELS,
+    )
 
 
 class _Entry:

@@ -10,5 +10,4 @@ API_PREFIX = "/api/v1"
 
 
 def routers() -> list[APIRouter]:
-    return [module.router for module in (health, auth, me, keys, links, clicks, qr, analytics, search, public,
-                                         analyze)]
+    return [module.router for module in (health, auth, me, keys, links, clicks, qr, analytics, search, public, analyze)]

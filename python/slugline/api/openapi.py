@@ -16,5 +16,8 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 def query_schema(model: type[BaseModel]) -> dict[str, Any]:
     """Documents query parameters that a handler passes on as a plain dict (so a 404 comes before a 422)."""
-    return {"parameters": [{"name": name, "in": "query", "required": False, "schema": prop}
-                           for name, prop in properties(model).items()]}
+    return {
+        "parameters": [
+            {"name": name, "in": "query", "required": False, "schema": prop} for name, prop in properties(model).items()
+        ]
+    }

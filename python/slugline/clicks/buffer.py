@@ -79,8 +79,11 @@ class ClickRecorder:
                         log.exception("writing %d clicks failed; keeping them for the next flush", len(batch))
                         self._keep(batch)
                         break
-                    log.exception("writing %d clicks failed %d times in a row; writing them one at a time",
-                                  len(batch), self._failures)
+                    log.exception(
+                        "writing %d clicks failed %d times in a row; writing them one at a time",
+                        len(batch),
+                        self._failures,
+                    )
                 done, kept = await asyncio.to_thread(self._write_each, batch)
                 written += done
                 if kept:  # the database stopped answering: the rest waits, nothing more is dropped
@@ -121,9 +124,16 @@ class ClickRecorder:
         batch = _core.ClickBatch()
         for link_id, ts, agent, referrer, utm, via_qr, ip in raw:
             salt = salts[epoch_day(ts)]
-            batch.add(link_id=link_id, timestamp=ts, user_agent=agent.decode("latin-1"),
-                      referrer=referrer.decode("latin-1") or None, utm_source=utm, via_qr=via_qr, visitor_salt=salt,
-                      ip=ip)
+            batch.add(
+                link_id=link_id,
+                timestamp=ts,
+                user_agent=agent.decode("latin-1"),
+                referrer=referrer.decode("latin-1") or None,
+                utm_source=utm,
+                via_qr=via_qr,
+                visitor_salt=salt,
+                ip=ip,
+            )
         return write_batch(self._rt.db, batch)
 
 

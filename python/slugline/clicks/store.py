@@ -30,13 +30,13 @@ _BUMP = update(links).where(links.c.id == bindparam("b_id")).values(clicks=links
 _INSERT_CLICKS = {
     # The text SQLAlchemy itself stores for a DateTime in SQLite: UTC, six-digit microseconds, no offset.
     "sqlite": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES (?1, "
-              "strftime('%Y-%m-%d %H:%M:%S', CAST(?2 AS INTEGER), 'unixepoch') || "
-              "printf('.%06d', CAST((?2 - CAST(?2 AS INTEGER)) * 1000000 AS INTEGER)), "
-              f"?3, substr(?4, 1, {MAX_BROWSER}), substr(?5, 1, {MAX_OS}), substr(?6, 1, {MAX_SOURCE}), "
-              f"substr(?7, 1, {MAX_REFERRER}), ?8)",
+    "strftime('%Y-%m-%d %H:%M:%S', CAST(?2 AS INTEGER), 'unixepoch') || "
+    "printf('.%06d', CAST((?2 - CAST(?2 AS INTEGER)) * 1000000 AS INTEGER)), "
+    f"?3, substr(?4, 1, {MAX_BROWSER}), substr(?5, 1, {MAX_OS}), substr(?6, 1, {MAX_SOURCE}), "
+    f"substr(?7, 1, {MAX_REFERRER}), ?8)",
     "postgresql": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES "
-                  f"(%s, to_timestamp(%s), %s, left(%s, {MAX_BROWSER}), left(%s, {MAX_OS}), left(%s, {MAX_SOURCE}), "
-                  f"left(%s, {MAX_REFERRER}), %s)",
+    f"(%s, to_timestamp(%s), %s, left(%s, {MAX_BROWSER}), left(%s, {MAX_OS}), left(%s, {MAX_SOURCE}), "
+    f"left(%s, {MAX_REFERRER}), %s)",
 }
 
 
@@ -104,8 +104,22 @@ def write_batch(db: Database, batch: _core.ClickBatch) -> int:
             return 0
         conn.exec_driver_sql(_INSERT_CLICKS[conn.dialect.name], rows)
         stmt = upsert_insert(conn)(daily)
-        stmt = stmt.on_conflict_do_update(index_elements=["link_id", "day", "device", "source"],
-                                          set_={"clicks": daily.c.clicks + stmt.excluded.clicks})
-        conn.execute(stmt, [{"link_id": link_id, "day": day_of(day), "device": device, "source": source[:MAX_SOURCE],
-                             "clicks": count} for link_id, day, device, source, count in rollup if link_id in alive])
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["link_id", "day", "device", "source"],
+            set_={"clicks": daily.c.clicks + stmt.excluded.clicks},
+        )
+        conn.execute(
+            stmt,
+            [
+                {
+                    "link_id": link_id,
+                    "day": day_of(day),
+                    "device": device,
+                    "source": source[:MAX_SOURCE],
+                    "clicks": count,
+                }
+                for link_id, day, device, source, count in rollup
+                if link_id in alive
+            ],
+        )
     return len(rows)

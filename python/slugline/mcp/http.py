@@ -44,9 +44,11 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
             name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
             hosts.append(name)
             origins.append(f"{parts.scheme}://{name}")
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
-                                     allowed_origins=[*origins, *(f"{o}:*" for o in origins)])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
+        allowed_origins=[*origins, *(f"{o}:*" for o in origins)],
+    )
 
 
 class McpEndpoint:
@@ -63,8 +65,9 @@ class McpEndpoint:
     async def serve(self, rt: Runtime) -> AsyncIterator[None]:
         # A fresh manager per lifespan: a session manager can run only once. Stateless with JSON responses, so any
         # worker answers any request and nothing is kept between requests.
-        self.server.streamable_http_app(stateless_http=True, json_response=True, transport_security=self.security,
-                                        max_request_body_size=MAX_BODY)
+        self.server.streamable_http_app(
+            stateless_http=True, json_response=True, transport_security=self.security, max_request_body_size=MAX_BODY
+        )
         manager = self.server.session_manager
         async with manager.run():
             self.runtime, self.manager = rt, manager
@@ -85,8 +88,9 @@ class McpEndpoint:
         """Everything checked before the MCP transport sees the request; on success the caller is on the scope."""
         if request.method != "POST":
             # Stateless: no GET stream to open and no session to DELETE, so answer at once rather than hang.
-            return error(405, "method not allowed: the MCP endpoint is stateless, send JSON-RPC with POST",
-                         {"Allow": "POST"})
+            return error(
+                405, "method not allowed: the MCP endpoint is stateless, send JSON-RPC with POST", {"Allow": "POST"}
+            )
         if self.runtime is None:
             raise RuntimeError("the MCP endpoint is used outside the application's lifespan")
         if refused := await self._refusal(request, is_post=False):

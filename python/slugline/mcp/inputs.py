@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from slugline.schemas import NOT_NULLABLE, AnalyticsParams, LinkCreate, LinkUpdate, ListParams, object_schema, properties
+from slugline.schemas import (
+    NOT_NULLABLE,
+    AnalyticsParams,
+    LinkCreate,
+    LinkUpdate,
+    ListParams,
+    object_schema,
+    properties,
+)
 
 LINK_ID = {"type": "string", "description": "The link's id (lnk_...), as returned by list_links or create_link"}
 UPDATE_NOTE = " Send only the fields to change; null clears title, description, note or hashtags."

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from slugline.schemas import Visibility
+from slugline.visibility import Visibility
 
 
 class _Open(BaseModel):

@@ -40,7 +40,9 @@ def _principal(ctx: Context) -> tuple[Runtime, Caller]:
 
 
 async def _run(ctx: Context, operation: Operation) -> Any:
-    """Run a service call in a worker thread; a ServiceError becomes a tool error carrying the REST message."""
+    """Run a service call in a worker thread; a ServiceError becomes a tool error carrying the REST message.
+
+    Typed Any: the SDK takes either the result the tool's annotation describes or a CallToolResult."""
     rt, caller = _principal(ctx)
     params = ctx.request_context.params or {}
     arguments = dict(params.get("arguments") or {})
@@ -58,50 +60,86 @@ def _link_id(arguments: dict[str, Any]) -> str:
 
 
 async def get_me(ctx: Context) -> outputs.Me:
-    return await _run(ctx, lambda rt, caller, _: accounts.me(caller))
+    result: outputs.Me = await _run(ctx, lambda rt, caller, _: accounts.me(caller))
+    return result
 
 
 async def list_links(ctx: Context) -> outputs.LinkPage:
-    return await _run(ctx, links.list_links)
+    result: outputs.LinkPage = await _run(ctx, links.list_links)
+    return result
 
 
 async def create_link(ctx: Context) -> outputs.Link:
-    return await _run(ctx, links.create_link)
+    result: outputs.Link = await _run(ctx, links.create_link)
+    return result
 
 
 async def update_link(ctx: Context) -> outputs.Link:
-    return await _run(ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args))
+    result: outputs.Link = await _run(ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args))
+    return result
 
 
 async def delete_link(ctx: Context) -> outputs.Deleted:
-    return await _run(ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args)))
+    result: outputs.Deleted = await _run(ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args)))
+    return result
 
 
 async def get_analytics(ctx: Context) -> outputs.Analytics:
-    return await _run(ctx, analytics.get_analytics)
+    result: outputs.Analytics = await _run(ctx, analytics.get_analytics)
+    return result
 
 
 TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]] = [
-    (get_me, "Who am I", READ, inputs.NO_ARGUMENTS,
-     "The account behind this API key: username, plan, key scope ('full' sees every link, 'public' only public "
-     "and unlisted ones) and created_at. The same JSON as GET /api/v1/me."),
-    (list_links, "List links", READ, inputs.LIST_LINKS,
-     "List the account's links, newest first unless sort/dir say otherwise, one page at a time (pagination tells "
-     "total and pages). Use q to search. A public-only key never sees private or password links."),
-    (create_link, "Create a short link", CREATE, inputs.CREATE_LINK,
-     "Shorten destination_url. Optional slug (else a random one), title, description, note, hashtags, visibility "
-     "(default public; 'password' needs password) and auto_meta. Returns the new link with its short_url. A taken "
-     "slug is an error; a public-only key cannot create private or password links."),
-    (update_link, "Update a link", CHANGE, inputs.UPDATE_LINK,
-     "Change a link by id." + inputs.UPDATE_NOTE + " A new slug changes the short URL and the old one stops "
-     "working. Returns the updated link; 'link not found' means this key cannot see a link with that id."),
-    (delete_link, "Delete a link", CHANGE, inputs.DELETE_LINK,
-     "Delete a link by id, permanently, with its click history; its short URL stops working at once. Cannot be "
-     "undone. Returns {deleted: true, id}."),
-    (get_analytics, "Click analytics", READ, inputs.GET_ANALYTICS,
-     "Clicks on the account's links over the last `days` days, bots excluded: total clicks, unique visitors, clicks "
-     "per day (zero-filled), devices, sources and the 10 most clicked links. `source` filters every figure. A "
-     "public-only key's figures leave out private and password links entirely."),
+    (
+        get_me,
+        "Who am I",
+        READ,
+        inputs.NO_ARGUMENTS,
+        "The account behind this API key: username, plan, key scope ('full' sees every link, 'public' only public "
+        "and unlisted ones) and created_at. The same JSON as GET /api/v1/me.",
+    ),
+    (
+        list_links,
+        "List links",
+        READ,
+        inputs.LIST_LINKS,
+        "List the account's links, newest first unless sort/dir say otherwise, one page at a time (pagination tells "
+        "total and pages). Use q to search. A public-only key never sees private or password links.",
+    ),
+    (
+        create_link,
+        "Create a short link",
+        CREATE,
+        inputs.CREATE_LINK,
+        "Shorten destination_url. Optional slug (else a random one), title, description, note, hashtags, visibility "
+        "(default public; 'password' needs password) and auto_meta. Returns the new link with its short_url. A taken "
+        "slug is an error; a public-only key cannot create private or password links.",
+    ),
+    (
+        update_link,
+        "Update a link",
+        CHANGE,
+        inputs.UPDATE_LINK,
+        "Change a link by id." + inputs.UPDATE_NOTE + " A new slug changes the short URL and the old one stops "
+        "working. Returns the updated link; 'link not found' means this key cannot see a link with that id.",
+    ),
+    (
+        delete_link,
+        "Delete a link",
+        CHANGE,
+        inputs.DELETE_LINK,
+        "Delete a link by id, permanently, with its click history; its short URL stops working at once. Cannot be "
+        "undone. Returns {deleted: true, id}.",
+    ),
+    (
+        get_analytics,
+        "Click analytics",
+        READ,
+        inputs.GET_ANALYTICS,
+        "Clicks on the account's links over the last `days` days, bots excluded: total clicks, unique visitors, clicks "
+        "per day (zero-filled), devices, sources and the 10 most clicked links. `source` filters every figure. A "
+        "public-only key's figures leave out private and password links entirely.",
+    ),
 ]
 
 
@@ -113,5 +151,11 @@ def _tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotations, sche
 
 def build_server() -> MCPServer:
     # log_level: the SDK calls logging.basicConfig with it; WARNING is Python's own default, so nothing changes.
-    return MCPServer("slugline", title="Slugline", version=__version__, instructions=INSTRUCTIONS,
-                     log_level="WARNING", tools=[_tool(*spec) for spec in TOOLS])
+    return MCPServer(
+        "slugline",
+        title="Slugline",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=[_tool(*spec) for spec in TOOLS],
+    )

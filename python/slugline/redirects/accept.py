@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+
 def prefers_json(accept: bytes) -> bool:
     """False only when the Accept header explicitly ranks HTML (text/html, application/xhtml+xml) strictly above
     JSON. JSON is accepted at the q of the most specific range that covers it: a JSON type (application/json,

@@ -27,12 +27,19 @@ SLUG_PATH = re.compile(r"/([A-Za-z0-9_-]{1,64})")
 ANSWERED = frozenset({"GET", "HEAD", "POST"})
 NO_STORE = [(b"cache-control", b"private, no-store"), (b"x-robots-tag", b"noindex")]
 REDIRECT_HEADERS = [*NO_STORE, (b"content-length", b"0")]
-PAGE_HEADERS = [*NO_STORE, (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; "
-                            b"form-action 'self'; frame-ancestors 'none'")]
+PAGE_HEADERS = [
+    *NO_STORE,
+    (
+        b"content-security-policy",
+        b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    ),
+]
 HTML = b"text/html; charset=utf-8"
-NOT_FOUND_HTML = (b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Link not found</title></head>'
-                  b"<body><main><h1>Link not found</h1><p>This short link does not exist or is no longer available."
-                  b"</p></main></body></html>\n")
+NOT_FOUND_HTML = (
+    b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Link not found</title></head>'
+    b"<body><main><h1>Link not found</h1><p>This short link does not exist or is no longer available."
+    b"</p></main></body></html>\n"
+)
 NOT_FOUND_JSON = b'{"error":"link not found"}'
 INTERNAL_ERROR_JSON = b'{"error":"internal server error"}'
 
@@ -96,8 +103,9 @@ class Redirects:
         elif entry.visibility == Visibility.PASSWORD:
             await self.protected(slug, entry, scope, receive, send)
         elif scope["method"] == "POST":
-            await respond(scope, send, 405, b'{"error":"method not allowed"}', b"application/json",
-                          [(b"allow", b"GET, HEAD")])
+            await respond(
+                scope, send, 405, b'{"error":"method not allowed"}', b"application/json", [(b"allow", b"GET, HEAD")]
+            )
         else:
             await self.redirect(entry, scope, send)
 
@@ -116,8 +124,13 @@ class Redirects:
                     referrer = value
             # Recorded before the response goes out, so a 302 a client received is never missing from the counts.
             self.clicks.record((entry.link_id, time.time(), agent, referrer, utm, via_qr, client_ip(scope)))
-        await send({"type": "http.response.start", "status": 302,
-                    "headers": [(b"location", location), *REDIRECT_HEADERS, *extra]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 302,
+                "headers": [(b"location", location), *REDIRECT_HEADERS, *extra],
+            }
+        )
         await send({"type": "http.response.body", "body": b""})
 
     async def protected(self, slug: str, entry: Entry, scope: Scope, receive: Any, send: Any) -> None:
@@ -153,8 +166,9 @@ async def not_found(scope: Scope, send: Any) -> None:
         await respond(scope, send, 404, NOT_FOUND_HTML, HTML, PAGE_HEADERS)
 
 
-async def respond(scope: Scope, send: Any, status: int, body: bytes, content_type: bytes,
-                  extra: list[tuple[bytes, bytes]]) -> None:
+async def respond(
+    scope: Scope, send: Any, status: int, body: bytes, content_type: bytes, extra: list[tuple[bytes, bytes]]
+) -> None:
     headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body)), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})

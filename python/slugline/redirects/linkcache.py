@@ -40,7 +40,8 @@ MISSING = Missing()  # `peek` found nothing fresh; distinct from None, which is 
 
 
 _SELECT = select(Link.id, Link.destination_url, Link.visibility, Link.password_hash).where(
-    Link.slug == bindparam("slug"))
+    Link.slug == bindparam("slug")
+)
 
 
 class LinkCache:
@@ -53,7 +54,7 @@ class LinkCache:
         self._counter = itertools.count(1)
         self._generation = 0
 
-    def peek(self, slug: str) -> Entry | None | Missing:
+    def peek(self, slug: str) -> Entry | Missing | None:
         """The cached answer if still fresh, else MISSING. No await, no thread: the hot path."""
         hit = self._entries.get(slug)
         if hit is not None and hit[0] > self._clock():

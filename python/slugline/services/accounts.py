@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import CursorResult, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -40,8 +40,12 @@ def account_dict(account: Account, scope: Scope | None = None) -> dict[str, Any]
 
 def me(caller: Caller) -> dict[str, Any]:
     """GET /me and the MCP tool get_me: the account behind the token, and the token's scope."""
-    return {"username": caller.username, "plan": caller.plan, "scope": caller.scope,
-            "created_at": isoformat(caller.created_at)}
+    return {
+        "username": caller.username,
+        "plan": caller.plan,
+        "scope": caller.scope,
+        "created_at": isoformat(caller.created_at),
+    }
 
 
 def _new_session(rt: Runtime, session: Session, account: Account) -> dict[str, Any]:
@@ -49,8 +53,11 @@ def _new_session(rt: Runtime, session: Session, account: Account) -> dict[str, A
     now = utcnow()
     session.execute(delete(SessionToken).where(SessionToken.account_id == account.id, SessionToken.expires_at <= now))
     expires = now + timedelta(hours=rt.settings.session_hours)
-    session.add(SessionToken(account_id=account.id, token_hash=_core.hash_key(rt.secret, token),
-                             created_at=now, expires_at=expires))
+    session.add(
+        SessionToken(
+            account_id=account.id, token_hash=_core.hash_key(rt.secret, token), created_at=now, expires_at=expires
+        )
+    )
     return {"account": account_dict(account), "token": token, "expires_at": isoformat(expires)}
 
 
@@ -60,8 +67,13 @@ def register(rt: Runtime, data: Any, plan: str | None = None) -> dict[str, Any]:
     password_hash = _core.hash_password(creds.password)
     try:
         with rt.db.session() as session:
-            account = Account(username=username, password_hash=password_hash,
-                              plan=plan or rt.settings.default_plan, created_at=utcnow(), links_version=0)
+            account = Account(
+                username=username,
+                password_hash=password_hash,
+                plan=plan or rt.settings.default_plan,
+                created_at=utcnow(),
+                links_version=0,
+            )
             session.add(account)
             session.flush()
             return _new_session(rt, session, account)
@@ -83,8 +95,11 @@ def set_plan(rt: Runtime, username: str, plan: str) -> None:
     if plan not in PLAN_RANK:
         raise ValueError(f"plan must be one of {', '.join(PLAN_RANK)}")
     with rt.db.session() as session:
-        done = session.execute(update(Account).where(Account.username == username.lower()).values(plan=plan))
-        if done.rowcount == 0:  # type: ignore[attr-defined]
+        done = cast(
+            CursorResult[Any],
+            session.execute(update(Account).where(Account.username == username.lower()).values(plan=plan)),
+        )  # DML answers with a cursor result
+        if done.rowcount == 0:
             raise NotFound(f"no account named '{username}'")
 
 
@@ -100,8 +115,9 @@ def authenticate(rt: Runtime, authorization: str | None, base_url: str) -> Calle
     digest = _core.hash_key(rt.secret, token)
     with rt.db.session() as session:
         if kind == "session":
-            row = session.execute(select(Account, SessionToken.expires_at).join(SessionToken)
-                                  .where(SessionToken.token_hash == digest)).first()
+            row = session.execute(
+                select(Account, SessionToken.expires_at).join(SessionToken).where(SessionToken.token_hash == digest)
+            ).first()
             if row is None or _expired(row[1]):
                 raise Unauthorized("invalid or expired session token")
             account = row[0]
@@ -131,5 +147,3 @@ def require_api_key(caller: Caller) -> None:
     if caller.scope == "session":
         raise Forbidden("session tokens only work for /me and /api-key; create an API key with POST /api-key")
     require_plan(caller)
-
-

@@ -38,29 +38,45 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any]) -> dict[str
 
     with rt.db.session() as session:
         per_day = {day: int(n) for day, n in session.execute(rollup(ClickDaily.day))}
-        devices = session.execute(rollup(ClickDaily.device).order_by(func.sum(ClickDaily.clicks).desc(),
-                                                                     ClickDaily.device)).all()
-        sources = session.execute(rollup(ClickDaily.source).order_by(func.sum(ClickDaily.clicks).desc(),
-                                                                     ClickDaily.source)).all()
-        top = session.execute(rollup(Link.id, Link.slug, Link.title).order_by(func.sum(ClickDaily.clicks).desc(),
-                                                                              Link.id).limit(TOP_LINKS)).all()
+        devices = session.execute(
+            rollup(ClickDaily.device).order_by(func.sum(ClickDaily.clicks).desc(), ClickDaily.device)
+        ).all()
+        sources = session.execute(
+            rollup(ClickDaily.source).order_by(func.sum(ClickDaily.clicks).desc(), ClickDaily.source)
+        ).all()
+        top = session.execute(
+            rollup(Link.id, Link.slug, Link.title)
+            .order_by(func.sum(ClickDaily.clicks).desc(), Link.id)
+            .limit(TOP_LINKS)
+        ).all()
         unique = _unique_visitors(session, caller, first, source)
-    series = [{"date": (first + timedelta(days=i)).isoformat(), "clicks": per_day.get(first + timedelta(days=i), 0)}
-              for i in range(params.days)]
+    series = [
+        {"date": (first + timedelta(days=i)).isoformat(), "clicks": per_day.get(first + timedelta(days=i), 0)}
+        for i in range(params.days)
+    ]
     return {
-        "days": params.days, "from": first.isoformat(), "to": last.isoformat(), "source": source,
-        "total_clicks": sum(per_day.values()), "unique_visitors": unique, "clicks": series,
+        "days": params.days,
+        "from": first.isoformat(),
+        "to": last.isoformat(),
+        "source": source,
+        "total_clicks": sum(per_day.values()),
+        "unique_visitors": unique,
+        "clicks": series,
         "devices": [{"device": device, "clicks": int(n)} for device, n in devices],
         "sources": [{"source": name, "clicks": int(n)} for name, n in sources],
-        "top_links": [{"id": link_id, "slug": slug, "title": title, "clicks": int(n)}
-                      for link_id, slug, title, n in top],
+        "top_links": [
+            {"id": link_id, "slug": slug, "title": title, "clicks": int(n)} for link_id, slug, title, n in top
+        ],
     }
 
 
 def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | None) -> int:
     since = datetime.combine(first, time.min, tzinfo=UTC)
-    stmt = (select(func.count(func.distinct(Click.visitor))).join(Link, Link.id == Click.link_id)
-            .where(*visible(caller), Click.clicked_at >= since, Click.device != "bot"))
+    stmt = (
+        select(func.count(func.distinct(Click.visitor)))
+        .join(Link, Link.id == Click.link_id)
+        .where(*visible(caller), Click.clicked_at >= since, Click.device != "bot")
+    )
     if source is not None:
         stmt = stmt.where(Click.source == source)
     return int(session.scalar(stmt) or 0)
@@ -72,13 +88,25 @@ def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any])
         link = find_link(session, caller, link_id)
         params = parse(PageParams, without_nulls(data))
         total = session.scalar(select(func.count()).select_from(Click).where(Click.link_id == link.id)) or 0
-        stmt = (select(Click.clicked_at, Click.device, Click.browser, Click.os, Click.source, Click.referrer)
-                .where(Click.link_id == link.id).order_by(Click.clicked_at.desc(), Click.id.desc())
-                .limit(params.per).offset((params.page - 1) * params.per))
+        stmt = (
+            select(Click.clicked_at, Click.device, Click.browser, Click.os, Click.source, Click.referrer)
+            .where(Click.link_id == link.id)
+            .order_by(Click.clicked_at.desc(), Click.id.desc())
+            .limit(params.per)
+            .offset((params.page - 1) * params.per)
+        )
         rows = session.execute(stmt).all()
     return {
-        "data": [{"clicked_at": isoformat(at), "device": device, "browser": browser, "os": os, "source": source,
-                  "referrer": referrer} for at, device, browser, os, source, referrer in rows],
+        "data": [
+            {
+                "clicked_at": isoformat(at),
+                "device": device,
+                "browser": browser,
+                "os": os,
+                "source": source,
+                "referrer": referrer,
+            }
+            for at, device, browser, os, source, referrer in rows
+        ],
         "pagination": pagination(params.page, params.per, total),
     }
-

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from slugline import _core
@@ -26,8 +26,13 @@ def require_key_manager(caller: Caller) -> None:
 
 
 def key_dict(key: ApiKey) -> dict[str, Any]:
-    return {"scope": key.scope, "prefix": KEY_PREFIXES[key.scope], "last4": key.last4,
-            "created_at": isoformat(key.created_at), "last_used_at": isoformat(key.last_used_at)}
+    return {
+        "scope": key.scope,
+        "prefix": KEY_PREFIXES[key.scope],
+        "last4": key.last4,
+        "created_at": isoformat(key.created_at),
+        "last_used_at": isoformat(key.last_used_at),
+    }
 
 
 def list_keys(rt: Runtime, caller: Caller) -> dict[str, Any]:
@@ -45,8 +50,14 @@ def create_key(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
         try:
             with rt.db.session() as session:
                 session.execute(delete(ApiKey).where(ApiKey.account_id == caller.account_id, ApiKey.scope == scope))
-                key = ApiKey(account_id=caller.account_id, scope=scope, key_hash=_core.hash_key(rt.secret, secret),
-                             last4=secret[-4:], created_at=utcnow(), last_used_at=None)
+                key = ApiKey(
+                    account_id=caller.account_id,
+                    scope=scope,
+                    key_hash=_core.hash_key(rt.secret, secret),
+                    last4=secret[-4:],
+                    created_at=utcnow(),
+                    last_used_at=None,
+                )
                 session.add(key)
                 session.flush()
                 return {**key_dict(key), "key": secret}
@@ -59,7 +70,10 @@ def delete_key(rt: Runtime, caller: Caller, scope: str | None) -> dict[str, Any]
     require_key_manager(caller)
     checked = parse(KeyRequest, {"scope": scope} if scope is not None else {}).scope
     with rt.db.session() as session:
-        done = session.execute(delete(ApiKey).where(ApiKey.account_id == caller.account_id, ApiKey.scope == checked))
-        if done.rowcount == 0:  # type: ignore[attr-defined]
+        done = cast(
+            CursorResult[Any],
+            session.execute(delete(ApiKey).where(ApiKey.account_id == caller.account_id, ApiKey.scope == checked)),
+        )  # DML answers with a cursor result
+        if done.rowcount == 0:
             raise NotFound(f"no {checked} key to delete")
     return {"deleted": True, "scope": checked}

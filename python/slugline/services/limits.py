@@ -18,7 +18,8 @@ def api_bucket(settings: Settings, caller: Caller | None, digest: str | None, ip
     if caller is None or digest is None:
         return f"ip:{ip}", settings.rate_limit_anonymous
     per_minute = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}.get(
-        caller.plan, settings.rate_limit_anonymous)
+        caller.plan, settings.rate_limit_anonymous
+    )
     return f"key:{digest[:32]}", per_minute
 
 

@@ -30,10 +30,18 @@ SLUG_ATTEMPTS = 3  # a generated slug that is taken is drawn again; 62^7 slugs m
 
 def link_dict(link: Link, base_url: str) -> dict[str, Any]:
     return {
-        "id": link.id, "slug": link.slug, "short_url": f"{base_url}/{link.slug}",
-        "destination_url": link.destination_url, "title": link.title, "description": link.description,
-        "note": link.note, "hashtags": list(link.hashtags or ()), "visibility": link.visibility,
-        "clicks": link.clicks, "created_at": isoformat(link.created_at), "updated_at": isoformat(link.updated_at),
+        "id": link.id,
+        "slug": link.slug,
+        "short_url": f"{base_url}/{link.slug}",
+        "destination_url": link.destination_url,
+        "title": link.title,
+        "description": link.description,
+        "note": link.note,
+        "hashtags": list(link.hashtags or ()),
+        "visibility": link.visibility,
+        "clicks": link.clicks,
+        "created_at": isoformat(link.created_at),
+        "updated_at": isoformat(link.updated_at),
     }
 
 
@@ -52,8 +60,12 @@ def _guard_visibility(caller: Caller, data: Any) -> None:
 
 
 def _bump(session: Session, account_id: int) -> int:
-    stmt = (update(Account).where(Account.id == account_id)
-            .values(links_version=Account.links_version + 1).returning(Account.links_version))
+    stmt = (
+        update(Account)
+        .where(Account.id == account_id)
+        .values(links_version=Account.links_version + 1)
+        .returning(Account.links_version)
+    )
     return int(session.execute(stmt).scalar_one())
 
 
@@ -70,8 +82,15 @@ def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     password_hash = _core.hash_password(body.password) if body.password else None
     for _ in range(SLUG_ATTEMPTS):
         now = utcnow()
-        link = Link(id=_core.generate_link_id(), account_id=caller.account_id, clicks=0, created_at=now,
-                    updated_at=now, password_hash=password_hash, **{"hashtags": [], **fields})
+        link = Link(
+            id=_core.generate_link_id(),
+            account_id=caller.account_id,
+            clicks=0,
+            created_at=now,
+            updated_at=now,
+            password_hash=password_hash,
+            **{"hashtags": [], **fields},
+        )
         if body.slug is None:
             link.slug = _core.generate_slug()
         version = _insert(rt, caller, link)
@@ -104,8 +123,11 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
             conds.append(id_in(session, Link.id, ids))
         total = session.scalar(select(func.count()).select_from(Link).where(*conds)) or 0
         column = getattr(Link, params.sort)
-        order = [column.asc().nulls_last(), Link.id.asc()] if params.dir == "asc" else [
-            column.desc().nulls_last(), Link.id.desc()]
+        order = (
+            [column.asc().nulls_last(), Link.id.asc()]
+            if params.dir == "asc"
+            else [column.desc().nulls_last(), Link.id.desc()]
+        )
         stmt = select(Link).where(*conds).order_by(*order).limit(params.per).offset((params.page - 1) * params.per)
         data_out = [link_dict(link, caller.base_url) for link in session.scalars(stmt)]
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}

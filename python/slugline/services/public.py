@@ -26,6 +26,13 @@ def public_link(rt: Runtime, slug: str, base_url: str) -> dict[str, Any]:
     short_url = f"{base_url}/{link.slug}"
     if link.visibility not in PUBLIC_LEVELS:
         return {"slug": link.slug, "short_url": short_url, "visibility": link.visibility, "requires_password": True}
-    return {"slug": link.slug, "short_url": short_url, "destination_url": link.destination_url, "title": link.title,
-            "description": link.description, "hashtags": list(link.hashtags or ()), "visibility": link.visibility,
-            "created_at": isoformat(link.created_at)}
+    return {
+        "slug": link.slug,
+        "short_url": short_url,
+        "destination_url": link.destination_url,
+        "title": link.title,
+        "description": link.description,
+        "hashtags": list(link.hashtags or ()),
+        "visibility": link.visibility,
+        "created_at": isoformat(link.created_at),
+    }

@@ -4,9 +4,7 @@ source `qr`."""
 from __future__ import annotations
 
 import io
-from typing import Literal
-
-from typing import Any
+from typing import Any, Literal
 
 import qrcode
 import qrcode.constants
@@ -43,7 +41,7 @@ def qr_matrix(data: str, margin: int = 4) -> list[list[bool]]:
 
 
 def render_qr(data: str, fmt: Literal["png", "svg"], size: int = 256, margin: int = 4) -> tuple[bytes, str]:
-    """The QR code of `data` as a `size`×`size` image; returns (bytes, media type)."""
+    """The QR code of `data` as a `size` by `size` image; returns (bytes, media type)."""
     if not MIN_QR_SIZE <= size <= MAX_QR_SIZE:
         raise ValueError(f"size must be between {MIN_QR_SIZE} and {MAX_QR_SIZE}")
     if fmt not in ("png", "svg"):

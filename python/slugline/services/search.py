@@ -18,13 +18,19 @@ from slugline.services.validation import parse
 def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     params = parse(SearchParams, data)
     with rt.db.session() as session:
-        total, hits = rt.search.use(session, caller.account_id,
-                                    lambda index: index.search(params.q, params.limit, caller.public_only))
+        total, hits = rt.search.use(
+            session, caller.account_id, lambda index: index.search(params.q, params.limit, caller.public_only)
+        )
         ids = [link_id for link_id, _, _ in hits]
         by_id: dict[str, Link] = {}
         if ids:
-            by_id = {link.id: link for link in session.scalars(select(Link).where(*visible(caller),
-                                                                                   id_in(session, Link.id, ids)))}
-    out = [{"link": link_dict(by_id[link_id], caller.base_url), "score": round(score, 4), "highlights": marks}
-           for link_id, score, marks in hits if link_id in by_id]
+            by_id = {
+                link.id: link
+                for link in session.scalars(select(Link).where(*visible(caller), id_in(session, Link.id, ids)))
+            }
+    out = [
+        {"link": link_dict(by_id[link_id], caller.base_url), "score": round(score, 4), "highlights": marks}
+        for link_id, score, marks in hits
+        if link_id in by_id
+    ]
     return {"query": params.q, "total": total, "hits": out}

@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import anyio.to_thread
+from starlette.types import Scope
 
 from slugline import _core
 from slugline.caller import Caller
 from slugline.errors import Unauthorized
 from slugline.runtime import Runtime
 from slugline.services import accounts
-from slugline.web.request import Scope, header, request_base
+from slugline.web.request import header, request_base
 
 IDENTITY_KEY = "slugline.identity"
 

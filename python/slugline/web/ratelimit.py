@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from starlette.types import Scope
 
 from slugline.runtime import Runtime
 from slugline.services import limits
 from slugline.web.identity import identify
-from slugline.web.request import Scope, client_ip
+from slugline.web.request import client_ip
 
 UNLIMITED_PATHS = frozenset({"/api/v1/health", "/api/v1/docs", "/api/v1/openapi.json", "/api/v1/docs/oauth2-redirect"})
 
@@ -31,8 +32,13 @@ class RateLimitMiddleware:
         extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
         if not decision.allowed:
             body = orjson.dumps({"error": f"rate limit exceeded: retry in {decision.retry_after} s"})
-            await send({"type": "http.response.start", "status": 429,
-                        "headers": [(b"content-type", b"application/json"), *extra]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 429,
+                    "headers": [(b"content-type", b"application/json"), *extra],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
 

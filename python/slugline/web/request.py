@@ -7,11 +7,11 @@ from typing import Any
 
 import orjson
 from starlette.datastructures import URL
+from starlette.types import Scope
 
 from slugline.errors import BadRequest, PayloadTooLarge
 from slugline.runtime import Runtime
 
-Scope = dict[str, Any]
 MAX_BODY = 1 << 20  # bytes of any request body
 UNKNOWN_CLIENT = "unknown"  # the ASGI server gave no client address (never the case under Granian)
 

@@ -5,9 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from slugline.api.deps import ApiCaller, RuntimeDep
-from slugline.web.responses import JSON
 from slugline.schemas import AnalyticsParams
 from slugline.services import analytics
+from slugline.web.responses import JSON
 
 router = APIRouter(tags=["analytics"])
 

@@ -22,7 +22,10 @@ async def analyze_caller(request: Request, rt: RuntimeDep) -> None:
     await limits.check_anonymous_analyze(rt, client_ip(request.scope))
 
 
-@router.get("/analyze", dependencies=[Depends(analyze_caller)],
-            summary="Fetch a public page's title, description, image, favicon and redirects (key optional)")
+@router.get(
+    "/analyze",
+    dependencies=[Depends(analyze_caller)],
+    summary="Fetch a public page's title, description, image, favicon and redirects (key optional)",
+)
 async def analyze(rt: RuntimeDep, params: Annotated[AnalyzeParams, Query()]) -> JSON:
     return JSON(await analyze_service.analyze(rt, params.model_dump()))

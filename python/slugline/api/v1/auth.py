@@ -13,8 +13,12 @@ from slugline.web.responses import JSON
 router = APIRouter(prefix="/auth", tags=["auth"])
 
 
-@router.post("/register", status_code=201, openapi_extra=body_schema(Credentials),
-             summary="Create an account; returns a session token")
+@router.post(
+    "/register",
+    status_code=201,
+    openapi_extra=body_schema(Credentials),
+    summary="Create an account; returns a session token",
+)
 def register(rt: RuntimeDep, body: JsonBody) -> JSON:
     return JSON(accounts.register(rt, body), status_code=201)
 

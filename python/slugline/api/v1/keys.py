@@ -16,8 +16,12 @@ def list_keys(rt: RuntimeDep, caller: AnyCaller) -> JSON:
     return JSON(keys.list_keys(rt, caller))
 
 
-@router.post("/api-key", status_code=201, openapi_extra=body_schema(KeyRequest),
-             summary="Generate the full or public key; replaces that scope's old key; the secret is shown once")
+@router.post(
+    "/api-key",
+    status_code=201,
+    openapi_extra=body_schema(KeyRequest),
+    summary="Generate the full or public key; replaces that scope's old key; the secret is shown once",
+)
 def create_key(rt: RuntimeDep, caller: AnyCaller, body: JsonBody) -> JSON:
     return JSON(keys.create_key(rt, caller, body), status_code=201)
 

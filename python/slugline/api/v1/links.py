@@ -6,9 +6,9 @@ from fastapi import APIRouter, Query
 
 from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
 from slugline.api.openapi import body_schema
-from slugline.web.responses import JSON
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams
 from slugline.services import links
+from slugline.web.responses import JSON
 
 router = APIRouter(prefix="/links", tags=["links"])
 
@@ -28,8 +28,11 @@ def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
     return JSON(links.get_link(rt, caller, link_id))
 
 
-@router.put("/{link_id}", openapi_extra=body_schema(LinkUpdate),
-            summary="Update a link: send only the fields to change; null clears title, description, note, hashtags")
+@router.put(
+    "/{link_id}",
+    openapi_extra=body_schema(LinkUpdate),
+    summary="Update a link: send only the fields to change; null clears title, description, note, hashtags",
+)
 def update_link(rt: RuntimeDep, caller: ApiCaller, link_id: str, body: JsonBody) -> JSON:
     return JSON(links.update_link(rt, caller, link_id, body))
 

@@ -11,9 +11,13 @@ from slugline.services import qr as qr_service
 router = APIRouter(prefix="/links", tags=["links"])
 
 
-@router.get("/{link_id}/qr", openapi_extra=query_schema(QrParams),
-            response_class=Response, responses={200: {"content": {"image/png": {}, "image/svg+xml": {}}}},
-            summary="QR code (PNG or SVG) of the short URL; scans count as source 'qr'")
+@router.get(
+    "/{link_id}/qr",
+    openapi_extra=query_schema(QrParams),
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}, "image/svg+xml": {}}}},
+    summary="QR code (PNG or SVG) of the short URL; scans count as source 'qr'",
+)
 def qr_code(rt: RuntimeDep, caller: ApiCaller, link_id: str, request: Request) -> Response:
     image, media_type = qr_service.qr_code(rt, caller, link_id, dict(request.query_params))
     return Response(image, media_type=media_type)

@@ -5,9 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from slugline.api.deps import ApiCaller, RuntimeDep
-from slugline.web.responses import JSON
 from slugline.schemas import SearchParams
 from slugline.services import search as search_service
+from slugline.web.responses import JSON
 
 router = APIRouter(tags=["search"])
 
