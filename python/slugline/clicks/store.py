@@ -18,6 +18,7 @@ from slugline.models import ClickDaily, Link, VisitorSalt
 
 EPOCH = date(1970, 1, 1).toordinal()
 SALTS_KEPT = 3  # days of salts a worker remembers: today, and the days a late batch may still carry
+SALT_RETENTION = timedelta(days=1)  # older salts are deleted, so old visitor hashes can never be recomputed
 links, daily, salts = (cast(Table, model.__table__) for model in (Link, ClickDaily, VisitorSalt))
 
 # `clicks + 0` for links that only had bot clicks still locks the row (PostgreSQL) or starts the write
@@ -72,7 +73,7 @@ def _salt(conn: Connection, epoch_day: int) -> bytes:
     stmt = upsert_insert(conn)(salts).values(day=when, salt=secrets.token_bytes(32))
     conn.execute(stmt.on_conflict_do_nothing(index_elements=["day"]))
     # Older salts go, so yesterday's visitor hashes can never be recomputed and linked to today's.
-    conn.execute(delete(salts).where(salts.c.day < when - timedelta(days=1)))
+    conn.execute(delete(salts).where(salts.c.day < when - SALT_RETENTION))
     salt: bytes = conn.execute(select(salts.c.salt).where(salts.c.day == when)).scalar_one()
     return salt
 
