@@ -1,0 +1,166 @@
+"""HTTP load on the REST API and MCP: `slugline serve` against a bare FastAPI route under the same Granian.
+
+    python benches/http_api.py [--duration 5] [--rounds 3] [--workers 1] [--links 10000] [--database-url postgresql://…]
+
+The bare app answers every route with the JSON Slugline itself answered (fetched once, then constant), so the ratio
+is what Slugline's own work (auth, rate limits, the database, the rules) costs against the framework's ceiling.
+Rows alternate wrk runs between the two servers; medians of req/s and p99 are printed with the ratio. Rate limits
+are raised out of the way. Writes (POST, PUT) run last, so the reads see a fixed set of links.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from httpbench import (
+    Run,
+    ensure_tools,
+    lua_request,
+    median,
+    own_schema,
+    pro_account,
+    slugline_env,
+    start_granian,
+    start_slugline,
+    stop,
+    wrk,
+)
+
+MCP_CALL = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_me", "arguments": {}}}
+)
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+WORDS = ["rust", "python", "guide", "book", "kubernetes", "music", "guitar", "news", "recipe", "travel"]
+
+
+def seed(base: str, auth: dict[str, str], count: int) -> str:
+    """`count` links through the API (a few concurrent clients); returns one link's id."""
+    made: list[str] = []
+    with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
+        for i in range(count):
+            words = [WORDS[(i * 7 + k) % len(WORDS)] for k in range(3)]
+            body = {"destination_url": f"https://example.org/{i}", "title": " ".join(words), "hashtags": words[:2]}
+            response = client.post("/api/v1/links", json=body)
+            response.raise_for_status()
+            made.append(response.json()["id"])
+    return made[0]
+
+
+def rows(link_id: str, auth: dict[str, str]) -> list[tuple[str, str, str, str | None]]:
+    """(name, method, path, body) of each row, reads first."""
+    update = json.dumps({"title": "bench update"})
+    create = json.dumps({"destination_url": "https://example.org/new", "title": "bench"})
+    return [
+        ("me", "GET", "/api/v1/me", None),
+        ("get_link", "GET", f"/api/v1/links/{link_id}", None),
+        ("list", "GET", "/api/v1/links?per=20", None),
+        ("list_q", "GET", "/api/v1/links?q=rust&per=20", None),
+        ("search", "GET", "/api/v1/search?q=rust", None),
+        ("mcp_get_me", "POST", "/mcp", MCP_CALL),
+        ("update", "PUT", f"/api/v1/links/{link_id}", update),
+        ("create", "POST", "/api/v1/links", create),
+    ]
+
+
+def headers_for(name: str, auth: dict[str, str]) -> dict[str, str]:
+    if name == "mcp_get_me":
+        return {**auth, **MCP_HEADERS}
+    return {**auth, "Content-Type": "application/json"} if name in ("update", "create") else dict(auth)
+
+
+def capture(base: str, auth: dict[str, str], table: list[tuple[str, str, str, str | None]]) -> dict[str, Any]:
+    """Slugline's own answer to each row, for the bare app to repeat."""
+    bodies: dict[str, Any] = {}
+    with httpx.Client(base_url=base, timeout=30) as client:
+        for name, method, path, body in table:
+            response = client.request(method, path, content=body, headers=headers_for(name, auth))
+            response.raise_for_status()
+            bodies[name] = [response.status_code, response.json()]
+    return bodies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run (default 5)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per server and row, alternating (default 3)")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--links", type=int, default=10_000, help="links in the account (default 10,000)")
+    parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
+    parser.add_argument("--only", nargs="*", default=None, help="row names to run (default: all)")
+    args = parser.parse_args()
+    ensure_tools()
+    limits = {f"SLUGLINE_RATE_LIMIT_{plan}": "100000000" for plan in ("PRO", "DEVELOPER", "ANONYMOUS")}
+    with tempfile.TemporaryDirectory(prefix="slugline-bench-") as name, own_schema(args.database_url) as db_url:
+        tmp = Path(name)
+        env = slugline_env(tmp, db_url, **limits)
+        server, base = start_slugline(tmp, args.workers, env)
+        try:
+            auth = pro_account(base, env)
+            started = time.monotonic()
+            link_id = seed(base, auth, args.links)
+            print(f"seeded {args.links} links in {time.monotonic() - started:.1f} s", flush=True)
+            table = [row for row in rows(link_id, auth) if args.only is None or row[0] in args.only]
+            (tmp / "bodies.json").write_text(json.dumps(capture(base, auth, table)))
+            bare, bare_base = start_granian(
+                "bare_apps:api", args.workers, tmp, {"BARE_API_BODIES": str(tmp / "bodies.json")}
+            )
+            try:
+                results = measure(table, auth, {"slugline": base, "bare FastAPI": bare_base}, args)
+            finally:
+                stop(bare)
+        finally:
+            stop(server)
+    report(results, args)
+    return 0
+
+
+def measure(
+    table: list[tuple[str, str, str, str | None]],
+    auth: dict[str, str],
+    servers: dict[str, str],
+    args: argparse.Namespace,
+) -> dict[str, dict[str, list[Run]]]:
+    results: dict[str, dict[str, list[Run]]] = {}
+    for name, method, path, body in table:
+        script = lua_request(method, headers_for(name, auth), body)
+        for url in servers.values():
+            wrk(url + path, 1, args.connections, args.threads, script)  # warm-up, not counted
+        runs: dict[str, list[Run]] = {label: [] for label in servers}
+        for _ in range(args.rounds):
+            for label, url in servers.items():
+                runs[label].append(wrk(url + path, args.duration, args.connections, args.threads, script))
+        results[name] = runs
+        mine, ceiling = median(runs["slugline"]), median(runs["bare FastAPI"])
+        print(
+            f"{name:12s} slugline {mine.rps:9.0f} req/s p99 {mine.p99_ms:7.2f} ms | bare {ceiling.rps:9.0f} req/s "
+            f"p99 {ceiling.p99_ms:7.2f} ms | ratio {mine.rps / ceiling.rps:.3f}",
+            flush=True,
+        )
+    return results
+
+
+def report(results: dict[str, dict[str, list[Run]]], args: argparse.Namespace) -> None:
+    print(
+        f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration}s, {args.rounds} alternating rounds, "
+        f"{args.workers} worker(s), {args.links} links, {args.database_url or 'SQLite'}; medians:"
+    )
+    print("| row | Slugline req/s | p99 ms | bare FastAPI req/s | p99 ms | ratio |\n|---|---|---|---|---|---|")
+    for name, runs in results.items():
+        mine, ceiling = median(runs["slugline"]), median(runs["bare FastAPI"])
+        print(
+            f"| {name} | {mine.rps:,.0f} | {mine.p99_ms:.2f} | {ceiling.rps:,.0f} | {ceiling.p99_ms:.2f} | "
+            f"{mine.rps / ceiling.rps:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
