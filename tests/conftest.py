@@ -1,33 +1,58 @@
-"""Fixtures: a real SQLite file and a real PostgreSQL schema per test, the app, and accounts with keys."""
+"""Fixtures: a real SQLite file and a real PostgreSQL schema per test, the app, accounts with keys, Redis, and real
+`slugline serve` processes; and the marks that keep those processes out of the fast loop (`-m "not e2e"`)."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
 from slugline import migrate
 from slugline.app import create_app
-from slugline.services import accounts
 from slugline.runtime import Runtime
+from slugline.services import accounts
 from slugline.settings import Settings
+from tests.e2e.server import Server, ServerFactory
+from tests.helpers import BASE_URL, POSTGRES_URL, REDIS_URL, Account, ClientFactory, make_settings, unavailable
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
-POSTGRES_URL = os.environ.get("SLUGLINE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+E2E_DIR = Path(__file__).parent / "e2e"
+E2E_TIMEOUT = 300  # seconds: a test here starts servers (with workers), runs migrations and waits for clicks
+
+
+def _starts_servers(item: pytest.Item) -> bool:
+    """Under tests/e2e/, using the `start_server` fixture, or in a module that imports the `Server` class."""
+    module = getattr(item, "module", None)
+    return (
+        E2E_DIR in item.path.parents
+        or "start_server" in getattr(item, "fixturenames", ())
+        or (module is not None and any(value is Server for value in vars(module).values()))
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _starts_servers(item):
+            item.add_marker(pytest.mark.e2e)
+        if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
+
+
+def _psycopg(url: str) -> str:
+    return url.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
 def _postgres_problem() -> str | None:
     try:
-        engine = create_engine(
-            POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://", 1), connect_args={"connect_timeout": 3}
-        )
+        engine = create_engine(_psycopg(POSTGRES_URL), connect_args={"connect_timeout": 3})
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         engine.dispose()
@@ -43,47 +68,40 @@ def pytest_report_header() -> str:
     return f"postgres: {'available at ' + POSTGRES_URL if _PG_PROBLEM is None else _PG_PROBLEM}"
 
 
-def require_postgres() -> None:
-    if _PG_PROBLEM is not None:
-        if IN_CI:
-            pytest.fail(f"CI must run the PostgreSQL tests: {_PG_PROBLEM}")
-        pytest.skip(_PG_PROBLEM)
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    """A fresh, migrated PostgreSQL schema; dropped afterwards."""
-    require_postgres()
+    """A fresh, empty PostgreSQL schema; dropped afterwards."""
+    if _PG_PROBLEM is not None:
+        unavailable(_PG_PROBLEM)
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://", 1))
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    admin = create_engine(_psycopg(POSTGRES_URL))
     try:
-        yield url.render_as_string(hide_password=False)
-    finally:
         with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        try:
+            yield (
+                make_url(POSTGRES_URL)
+                .update_query_dict({"options": f"-csearch_path={schema}"})
+                .render_as_string(hide_password=False)
+            )
+        finally:
+            with admin.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    finally:
         admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/slugline.db"
     url: str = request.getfixturevalue("pg_url")
     return url
-
-
-def make_settings(database_url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "database_url": database_url,
-        "secret_key": "test-secret-" + "x" * 32,
-        "fetch_allow_private": True,
-        "public_url": None,
-        **overrides,
-    }
-    return Settings(**values)
 
 
 @pytest.fixture
@@ -91,30 +109,39 @@ def settings(database_url: str) -> Settings:
     return make_settings(database_url)
 
 
+@contextmanager
+def migrated(settings: Settings) -> Iterator[Runtime]:
+    rt = Runtime.create(settings)
+    try:
+        migrate.upgrade(rt.db.engine)
+        yield rt
+    finally:
+        rt.close()
+
+
 @pytest.fixture
 def runtime(settings: Settings) -> Iterator[Runtime]:
-    rt = Runtime.create(settings)
-    migrate.upgrade(rt.db.engine)
-    yield rt
-    rt.close()
+    with migrated(settings) as rt:
+        yield rt
 
 
 @pytest.fixture
 def client(settings: Settings, runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, runtime), base_url="http://sl.test") as tc:
+    with TestClient(create_app(settings, runtime), base_url=BASE_URL) as tc:
         yield tc
 
 
-@dataclass
-class Account:
-    username: str
-    password: str
-    session: str
-    full: str
-    public: str
+@pytest.fixture
+def make_client(database_url: str) -> Iterator[ClientFactory]:
+    """Apps on settings of the test's choosing (on the test's database), each closed at teardown."""
+    with ExitStack() as stack:
 
-    def auth(self, which: str = "full") -> dict[str, str]:
-        return {"Authorization": f"Bearer {getattr(self, which)}"}
+        def make(**overrides: Any) -> tuple[TestClient, Runtime]:
+            settings = make_settings(database_url, **overrides)
+            rt = stack.enter_context(migrated(settings))
+            return stack.enter_context(TestClient(create_app(settings, rt), base_url=BASE_URL)), rt
+
+        yield make
 
 
 @pytest.fixture
@@ -135,3 +162,28 @@ def make_account(runtime: Runtime, client: TestClient) -> Callable[..., Account]
 @pytest.fixture
 def alice(make_account: Callable[..., Account]) -> Account:
     return make_account("alice")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    try:
+        with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2) as client:
+            client.ping()
+    except (redis.RedisError, OSError) as exc:
+        unavailable(f"Redis at {REDIS_URL} does not answer: {exc}")
+    return REDIS_URL
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[ServerFactory]:
+    """Start real `slugline serve` processes (a test using this is marked e2e); each is stopped (SIGTERM) at the
+    end of the test, even when an earlier one fails to stop."""
+    with ExitStack() as stack:
+
+        def start(database_url: str | None = None, workers: int = 1, **env: str) -> Server:
+            url = database_url or f"sqlite:///{tmp_path}/e2e.db"
+            server = Server(url, workers=workers, env_extra=env)
+            stack.callback(server.stop)
+            return server.start(tmp_path)
+
+        yield start

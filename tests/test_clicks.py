@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
 from slugline.runtime import Runtime
-from tests.conftest import Account
+from tests.helpers import Account
 
 CHROME = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"

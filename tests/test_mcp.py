@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from slugline.mcp.http import transport_security
 from slugline.settings import Settings
-from tests.conftest import Account, make_settings
+from tests.helpers import SQLITE_ONLY, Account, make_settings
 
 PUBLIC = "https://links.example.com"
 INITIALIZE = {
@@ -33,6 +33,7 @@ def post(
     return client.post(url, json=body, headers={**ACCEPT, **auth, **headers})
 
 
+@SQLITE_ONLY
 def test_public_url_and_loopback_names_are_accepted(client: TestClient, alice: Account) -> None:
     for url, extra in (
         (f"{PUBLIC}/mcp", {}),
@@ -48,6 +49,7 @@ def test_public_url_and_loopback_names_are_accepted(client: TestClient, alice: A
         assert res.json()["result"]["serverInfo"]["name"] == "slugline"
 
 
+@SQLITE_ONLY
 def test_other_hosts_and_origins_are_refused_before_the_key(client: TestClient, alice: Account) -> None:
     for key in (None, alice.full):
         res = post(client, key, "https://attacker.example/mcp")
@@ -58,6 +60,7 @@ def test_other_hosts_and_origins_are_refused_before_the_key(client: TestClient, 
         assert res.status_code == 403
 
 
+@SQLITE_ONLY
 def test_key_is_checked_before_the_content_type(client: TestClient, alice: Account) -> None:
     def plain(key: str | None) -> Any:
         auth = {"Authorization": f"Bearer {key}"} if key else {}
@@ -68,6 +71,7 @@ def test_key_is_checked_before_the_content_type(client: TestClient, alice: Accou
     assert res.status_code == 400 and "application/json" in res.json()["error"]
 
 
+@SQLITE_ONLY
 def test_tool_errors_carry_the_service_message(client: TestClient, alice: Account) -> None:
     def tool(name: str, arguments: dict[str, Any]) -> Any:
         body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}

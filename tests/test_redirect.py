@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from slugline.redirects.accept import prefers_json
+from slugline.redirects.layer import RedirectLayer, Redirects
 from slugline.redirects.linkcache import LinkCache
 from slugline.redirects.urls import ascii_url, merge_query
-from slugline.redirects.accept import prefers_json
-from slugline.redirects.layer import RedirectLayer
+from tests.helpers import SQLITE_ONLY, raw_get
 
 
 @pytest.mark.parametrize(
@@ -99,38 +100,6 @@ def test_ascii_url_keeps_ipv6_brackets() -> None:
 # ---- through the real app -------------------------------------------------------------------------
 
 
-def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[bytes, bytes], bytes]:
-    """GET through the app the client runs, with header bytes exactly as given: the test client re-encodes
-    header values as UTF-8, while a real server passes a client's raw bytes (say, a latin-1 "²") through."""
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 50000),
-        "server": ("sl.test", 80),
-    }
-    app: Any = client.app
-    assert client.portal is not None  # the client runs the app's lifespan (used as a context manager)
-    client.portal.call(app, scope, receive, send)
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    return start["status"], dict(start["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
-
-
 @pytest.mark.parametrize(
     ("accept", "kind"),
     [
@@ -144,6 +113,7 @@ def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -
         (b"text/html;q=\xc2\xb2", "json"),
     ],
 )
+@SQLITE_ONLY
 def test_404_negotiation_never_crashes(client: TestClient, accept: bytes | None, kind: str) -> None:
     status, headers, body = raw_get(client, "/no-such-slug", [(b"accept", accept)] if accept is not None else [])
     assert status == 404
@@ -153,12 +123,14 @@ def test_404_negotiation_never_crashes(client: TestClient, accept: bytes | None,
         assert headers[b"content-type"].startswith(b"text/html") and b"Link not found" in body
 
 
+@SQLITE_ONLY
 def test_404_through_the_test_client(client: TestClient) -> None:
     assert client.get("/no-such-slug").json() == {"error": "link not found"}  # httpx sends */*
     page = client.get("/no-such-slug", headers={"accept": BROWSER.decode()})
     assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
 
 
+@SQLITE_ONLY
 def test_unexpected_error_on_a_slug_is_a_json_500(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -178,10 +150,10 @@ def test_unexpected_error_on_a_slug_is_a_json_500(
     assert client.get("/some-slug").status_code == 404
 
 
-class _Broken:
+class _Broken(Redirects):
     """A Redirects stand-in that fails before, or after, starting its response."""
 
-    def __init__(self, started: bool) -> None:
+    def __init__(self, started: bool) -> None:  # no cache, clicks or unlocker: it never gets that far
         self.started = started
 
     async def serve(self, slug: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -196,7 +168,7 @@ def test_redirect_layer_answers_500_only_if_nothing_was_sent(started: bool, capl
         raise AssertionError("the slug must not reach the app")
 
     layer = RedirectLayer(inner)
-    layer._redirects = _Broken(started)  # type: ignore[assignment]
+    layer._redirects = _Broken(started)
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:

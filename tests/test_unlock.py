@@ -7,8 +7,7 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
-from tests.conftest import Account
-from tests.test_redirect import raw_get
+from tests.helpers import SQLITE_ONLY, Account, raw_get
 
 FUTURE = int(time.time()) + 3600
 
@@ -50,6 +49,7 @@ def vault(client: TestClient, alice: Account) -> dict[str, str]:
         f"{FUTURE}".encode(),
     ],
 )
+@SQLITE_ONLY
 def test_forged_cookies_show_the_form(client: TestClient, vault: dict[str, str], value: bytes) -> None:
     cookie = f"slu_{vault['id']}=".encode() + value
     status, _, body = raw_get(client, "/vault", [(b"cookie", cookie)])  # the raw bytes, as a real server passes them
@@ -59,6 +59,7 @@ def test_forged_cookies_show_the_form(client: TestClient, vault: dict[str, str],
     assert res.status_code == 200 and b"This link is password-protected" in res.content
 
 
+@SQLITE_ONLY
 def test_a_real_cookie_still_unlocks_alongside_forged_ones(client: TestClient, vault: dict[str, str]) -> None:
     right = client.post("/vault", data={"password": "open sesame"}, follow_redirects=False)
     assert right.status_code == 302

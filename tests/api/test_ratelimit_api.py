@@ -1,27 +1,20 @@
-from __future__ import annotations
+"""Rate limits through the app: per key and plan, per IP for anonymous callers and logins, behind proxies or not."""
 
-from collections.abc import Iterator
+from __future__ import annotations
 
 import pytest
 from starlette.testclient import TestClient
 
-from slugline import migrate
-from slugline.app import create_app
-from slugline.services import accounts
 from slugline.runtime import Runtime
-from tests.conftest import make_settings
+from slugline.services import accounts
+from tests.helpers import SQLITE_ONLY, ClientFactory
+
+pytestmark = SQLITE_ONLY  # the buckets live in memory: the store plays no part
 
 
 @pytest.fixture
-def tight(database_url: str) -> Iterator[tuple[TestClient, Runtime]]:
-    settings = make_settings(
-        database_url, rate_limit_developer=5, rate_limit_pro=8, rate_limit_anonymous=3, rate_limit_login=2
-    )
-    rt = Runtime.create(settings)
-    migrate.upgrade(rt.db.engine)
-    with TestClient(create_app(settings, rt)) as tc:
-        yield tc, rt
-    rt.close()
+def tight(make_client: ClientFactory) -> tuple[TestClient, Runtime]:
+    return make_client(rate_limit_developer=5, rate_limit_pro=8, rate_limit_anonymous=3, rate_limit_login=2)
 
 
 def _key(tc: TestClient, rt: Runtime, name: str, plan: str) -> dict[str, str]:
@@ -66,14 +59,10 @@ def test_login_attempts_are_limited_per_ip_and_username(tight: tuple[TestClient,
 
 
 @pytest.mark.parametrize("trusted", [None, "testclient"])
-def test_forwarded_for_counts_only_behind_a_trusted_proxy(database_url: str, trusted: str | None) -> None:
-    settings = make_settings(database_url, rate_limit_anonymous=2, trusted_proxies=trusted)
-    rt = Runtime.create(settings)
-    migrate.upgrade(rt.db.engine)
-    with TestClient(create_app(settings, rt)) as tc:
-        first = [tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "203.0.113.7"}).status_code for _ in range(3)]
-        other = tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "198.51.100.9"}).status_code
-    rt.close()
+def test_forwarded_for_counts_only_behind_a_trusted_proxy(make_client: ClientFactory, trusted: str | None) -> None:
+    tc, _ = make_client(rate_limit_anonymous=2, trusted_proxies=trusted)
+    first = [tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "203.0.113.7"}).status_code for _ in range(3)]
+    other = tc.get("/api/v1/public/x", headers={"X-Forwarded-For": "198.51.100.9"}).status_code
     assert first == [404, 404, 429]
     assert other == (404 if trusted else 429)
 

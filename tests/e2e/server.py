@@ -1,4 +1,5 @@
-"""Starts `slugline serve` as a real process (Granian) on a free port and waits for it to answer."""
+"""Starts `slugline serve` as a real process (Granian) on a free port and waits for it to answer; and what the e2e
+tests do with one: accounts with keys, API clients, waiting for clicks to land."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
 SECRET = "e2e-secret-" + "k" * 40
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -122,3 +126,33 @@ def make_account(server: Server, username: str, plan: str = "developer") -> Keys
     full = httpx.post(f"{server.url}/api/v1/api-key", json={"scope": "full"}, headers=auth).json()["key"]
     public = httpx.post(f"{server.url}/api/v1/api-key", json={"scope": "public"}, headers=auth).json()["key"]
     return Keys(username, full, public, token)
+
+
+# The `start_server` fixture (tests/conftest.py): start(database_url=None, workers=1, **env) -> a running Server.
+ServerFactory = Callable[..., Server]
+
+
+def wait_for(check: Callable[[], T | None], deadline: float = 15.0, what: str = "condition") -> T:
+    """Poll `check` until it returns something truthy; fail after `deadline` seconds."""
+    end = time.monotonic() + deadline
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def api(server: Server, key: str) -> httpx.Client:
+    return httpx.Client(base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+def clicks_of(http: httpx.Client, link_id: str, expected: int) -> list[dict[str, Any]]:
+    """The link's clicks, once at least `expected` of them are stored (clicks are buffered for about a second)."""
+
+    def page() -> list[dict[str, Any]] | None:
+        body = http.get(f"/links/{link_id}/clicks", params={"per": 100}).json()
+        data: list[dict[str, Any]] = body["data"]
+        return data if body["pagination"]["total"] >= expected else None
+
+    return wait_for(page, what=f"{expected} clicks of {link_id}")

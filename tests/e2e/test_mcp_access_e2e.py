@@ -8,11 +8,11 @@ import httpx
 import pytest
 from mcp import MCPError
 
-from tests.e2e.conftest import ServerFactory
 from tests.e2e.mcp_client import MODES, call, call_error, connect
-from tests.e2e.server import make_account
+from tests.e2e.server import ServerFactory, make_account
+from tests.helpers import tampered
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = pytest.mark.anyio
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -22,13 +22,8 @@ INITIALIZE = {
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-async def test_public_key_never_reveals_hidden_links(start_server: ServerFactory, database_url: str) -> None:
-    server = start_server(database_url, workers=2)
+async def test_public_key_never_reveals_hidden_links(start_server: ServerFactory) -> None:
+    server = start_server(workers=2)
     keys = make_account(server, "keeper")
     async with connect(server, keys.full, MODES[-1]) as owner:
         hidden = [
@@ -84,13 +79,16 @@ async def test_public_key_never_reveals_hidden_links(start_server: ServerFactory
         assert [link["visibility"] for link in page["data"]] == ["password", "unlisted", "private"]
 
 
-def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory, database_url: str) -> None:
-    server = start_server(database_url)
+def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory) -> None:
+    server = start_server()
     keys = make_account(server, "gatekeeper")
     free = make_account(server, "freeloader", plan="free")
     revoked = make_account(server, "revoked")
     with httpx.Client(base_url=server.url, timeout=10) as http:
-        http.delete("/api/v1/api-key", params={"scope": "full"}, headers={"Authorization": f"Bearer {revoked.session}"})
+        revoke = http.delete(
+            "/api/v1/api-key", params={"scope": "full"}, headers={"Authorization": f"Bearer {revoked.session}"}
+        )
+        assert revoke.status_code == 200 and revoke.json() == {"deleted": True, "scope": "full"}, revoke.text
 
         def post(authorization: str | None, **headers: str) -> httpx.Response:
             auth = {"Authorization": authorization} if authorization else {}
@@ -99,7 +97,7 @@ def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory, da
         for authorization, message in (
             (None, "missing API key"),
             ("Basic abc", "missing API key"),
-            (f"Bearer {keys.full[:-1]}x", "malformed API key"),
+            (f"Bearer {tampered(keys.full)}", "malformed API key"),
             (f"Bearer {revoked.full}", "invalid or revoked API key"),
         ):
             res = post(authorization)
@@ -119,8 +117,8 @@ def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory, da
             assert time.monotonic() - started < 5
 
 
-async def test_official_client_is_refused_with_a_bad_key(start_server: ServerFactory, database_url: str) -> None:
-    server = start_server(database_url)
+async def test_official_client_is_refused_with_a_bad_key(start_server: ServerFactory) -> None:
+    server = start_server()
     free = make_account(server, "stranger", plan="free")
     for key in ("svc_live_not-a-key", free.full):
         for mode in MODES:

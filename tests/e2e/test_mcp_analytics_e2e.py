@@ -9,19 +9,13 @@ import anyio
 import httpx
 import pytest
 
-from tests.e2e.conftest import ServerFactory
 from tests.e2e.mcp_client import MODES, call, call_error, connect
-from tests.e2e.server import make_account
+from tests.e2e.server import Server, ServerFactory, make_account
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = pytest.mark.anyio
 BROWSER = {
     "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def wait_for_clicks(rest: httpx.AsyncClient, total: int, deadline: float = 30.0) -> None:
@@ -32,10 +26,8 @@ async def wait_for_clicks(rest: httpx.AsyncClient, total: int, deadline: float =
         await anyio.sleep(0.1)
 
 
-async def test_get_analytics_matches_rest_and_hides_hidden_links(
-    start_server: ServerFactory, database_url: str
-) -> None:
-    server = start_server(database_url, workers=2)
+async def test_get_analytics_matches_rest_and_hides_hidden_links(start_server: ServerFactory) -> None:
+    server = start_server(workers=2)
     keys = make_account(server, "counter")
     rest_full = httpx.AsyncClient(base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {keys.full}"})
     rest_public = httpx.AsyncClient(base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {keys.public}"})
@@ -59,9 +51,10 @@ async def test_get_analytics_matches_rest_and_hides_hidden_links(
             assert public["sources"] == [{"source": "direct", "clicks": 2}]
 
 
-async def check_analytics(server: Any, key: str, rest: httpx.AsyncClient, mode: str, total: int) -> Any:
+async def check_analytics(server: Server, key: str, rest: httpx.AsyncClient, mode: str, total: int) -> Any:
+    queries: list[dict[str, str | int]] = [{"days": 7}, {"days": 7, "source": "news"}, {}]
     async with connect(server, key, mode) as client:
-        for query in ({"days": 7}, {"days": 7, "source": "news"}, {}):
+        for query in queries:
             expected = (await rest.get("/analytics", params=query)).json()
             assert await call(client, "get_analytics", query) == expected, query
         figures = await call(client, "get_analytics", {"days": 7})

@@ -10,16 +10,10 @@ from mcp import Client
 from mcp_types import Tool
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from tests.e2e.conftest import ServerFactory
 from tests.e2e.mcp_client import MODES, TOOL_NAMES, call, call_error, connect
-from tests.e2e.server import make_account
+from tests.e2e.server import ServerFactory, make_account
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+pytestmark = pytest.mark.anyio
 
 
 def check_tool_listing(tools: dict[str, Tool]) -> None:
@@ -54,17 +48,21 @@ def check_tool_listing(tools: dict[str, Tool]) -> None:
     assert tools["delete_link"].input_schema["required"] == ["id"]
     days = tools["get_analytics"].input_schema["properties"]["days"]
     assert (days["minimum"], days["maximum"]) == (1, 365)
+
+    def hints(name: str) -> tuple[bool | None, bool | None, bool | None]:
+        annotations = tools[name].annotations
+        assert annotations is not None, name
+        return annotations.read_only_hint, annotations.destructive_hint, annotations.idempotent_hint
+
     for name in ("get_me", "list_links", "get_analytics"):
-        assert tools[name].annotations.read_only_hint is True, name
+        assert hints(name)[0] is True, name
     for name in ("update_link", "delete_link"):
-        hints = tools[name].annotations
-        assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (False, True, True), name
-    hints = tools["create_link"].annotations
-    assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (False, False, False)
+        assert hints(name) == (False, True, True), name
+    assert hints("create_link") == (False, False, False)
 
 
-async def test_every_tool_in_both_protocol_modes(start_server: ServerFactory, database_url: str) -> None:
-    server = start_server(database_url, workers=2)
+async def test_every_tool_in_both_protocol_modes(start_server: ServerFactory) -> None:
+    server = start_server(workers=2)
     keys = make_account(server, "toolsmith")
     for mode in MODES:
         async with connect(server, keys.full, mode) as client:
@@ -96,16 +94,16 @@ async def test_every_tool_in_both_protocol_modes(start_server: ServerFactory, da
             assert "destination_url" in await call_error(client, "create_link", {"destination_url": "ftp://x"})
 
 
-async def test_trailing_slash_path_answers_without_redirect(start_server: ServerFactory, database_url: str) -> None:
-    server = start_server(database_url)
+async def test_trailing_slash_path_answers_without_redirect(start_server: ServerFactory) -> None:
+    server = start_server()
     keys = make_account(server, "slasher")
     for mode in MODES:
         async with connect(server, keys.full, mode, path="/mcp/") as client:
             assert (await call(client, "get_me"))["username"] == "slasher"
 
 
-async def test_rest_and_mcp_give_the_same_json(start_server: ServerFactory, database_url: str) -> None:
-    server = start_server(database_url, workers=2)
+async def test_rest_and_mcp_give_the_same_json(start_server: ServerFactory) -> None:
+    server = start_server(workers=2)
     keys = make_account(server, "twin")
     auth = {"Authorization": f"Bearer {keys.full}"}
     async with httpx.AsyncClient(base_url=f"{server.url}/api/v1", headers=auth) as rest:

@@ -15,20 +15,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import IN_CI
-from tests.e2e.conftest import ServerFactory
 from tests.e2e.mcp_client import TOOL_NAMES
-from tests.e2e.server import Keys, Server, make_account
+from tests.e2e.server import Keys, Server, ServerFactory, make_account
+from tests.helpers import unavailable
 
-pytestmark = pytest.mark.e2e
 PACKAGE, VERSION = "@modelcontextprotocol/inspector", "2.12.0"
 CACHE = Path(__file__).resolve().parents[2] / "node_modules" / ".inspector"
-
-
-def unavailable(reason: str) -> None:
-    if IN_CI:
-        pytest.fail(f"CI must run the MCP Inspector: {reason}")
-    pytest.skip(reason)
 
 
 def installed_version() -> str | None:

@@ -11,8 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.conftest import ServerFactory
-from tests.e2e.server import Server, make_account
+from tests.e2e.server import Server, ServerFactory, api, clicks_of, make_account, wait_for
 
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
@@ -22,29 +21,6 @@ CHROME = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
 )
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
-
-
-def wait_for(check: Callable[[], Any], deadline: float = 15.0, what: str = "condition") -> Any:
-    """Poll `check` until it returns something truthy; fail after `deadline` seconds."""
-    end = time.monotonic() + deadline
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def api(server: Server, key: str) -> httpx.Client:
-    return httpx.Client(base_url=f"{server.url}/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=30)
-
-
-def clicks_of(http: httpx.Client, link_id: str, expected: int) -> list[dict[str, Any]]:
-    def page() -> list[dict[str, Any]] | None:
-        body = http.get(f"/links/{link_id}/clicks", params={"per": 100}).json()
-        return body["data"] if body["pagination"]["total"] >= expected else None
-
-    return wait_for(page, what=f"{expected} clicks of {link_id}")  # type: ignore[no-any-return]
 
 
 def test_devices_sources_and_totals(start_server: ServerFactory, database_url: str) -> None:
@@ -114,7 +90,8 @@ def test_sigterm_under_load_loses_no_clicks(start_server: ServerFactory, databas
     keys = make_account(server, "loader")
     with api(server, keys.full) as http:
         link = http.post("/links", json={"destination_url": "https://example.org/load", "slug": "load"}).json()
-    stop, counts = threading.Event(), [[] for _ in range(8)]  # type: list[list[int]]
+    stop = threading.Event()
+    counts: list[list[int]] = [[] for _ in range(8)]
     threads = [threading.Thread(target=_hammer, args=(f"{server.url}/load", stop, got)) for got in counts]
     for thread in threads:
         thread.start()

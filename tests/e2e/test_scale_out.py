@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import httpx
-import pytest
-import redis
 
-from tests.conftest import IN_CI
-from tests.e2e.conftest import ServerFactory
-from tests.e2e.server import make_account
-
-REDIS_URL = os.environ.get("SLUGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-@pytest.fixture
-def redis_url() -> str:
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        if IN_CI:
-            pytest.fail(f"CI must run the Redis tests: {REDIS_URL} does not answer ({exc})")
-        pytest.skip(f"Redis at {REDIS_URL} does not answer: {exc}")
-    return REDIS_URL
+from tests.e2e.server import ServerFactory, make_account
 
 
 def test_two_instances_share_limits_and_links(start_server: ServerFactory, database_url: str, redis_url: str) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import subprocess
+import sys
 
 import httpx
 
-from tests.e2e.conftest import ServerFactory
-from tests.e2e.server import make_account
+from tests.e2e.server import ServerFactory, make_account
 
 
 def test_serve_end_to_end(start_server: ServerFactory, database_url: str) -> None:
@@ -49,12 +51,9 @@ def test_same_custom_slug_raced_gives_one_201_and_one_409(start_server: ServerFa
             assert statuses == [201, 409, 409, 409], statuses
 
 
-def test_cli_version_and_help(start_server: ServerFactory, tmp_path: object) -> None:
-    import subprocess
-    import sys
-
+def test_cli_version_and_help() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "slugline.cli", "--version"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "slugline.cli", "--version"], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.startswith("slugline ")
     for args in (
@@ -64,15 +63,11 @@ def test_cli_version_and_help(start_server: ServerFactory, tmp_path: object) -> 
         ["accounts", "create", "--help"],
         ["accounts", "set-plan", "--help"],
     ):
-        res = subprocess.run([sys.executable, "-m", "slugline.cli", *args], capture_output=True, text=True)
+        res = subprocess.run([sys.executable, "-m", "slugline.cli", *args], capture_output=True, text=True, timeout=60)
         assert res.returncode == 0 and "usage:" in res.stdout, args
 
 
 def test_postgres_needs_a_secret_to_serve_but_not_to_migrate(pg_url: str) -> None:
-    import os
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if k != "SLUGLINE_SECRET_KEY"} | {"SLUGLINE_DATABASE_URL": pg_url}
     migrate = subprocess.run(
         [sys.executable, "-m", "slugline.cli", "migrate"], env=env, capture_output=True, text=True, timeout=120

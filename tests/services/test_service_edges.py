@@ -7,11 +7,11 @@ import concurrent.futures
 import pytest
 from sqlalchemy import func, select
 
+from slugline.caller import Caller
 from slugline.errors import Conflict, Invalid
 from slugline.models import ApiKey
-from slugline.services import accounts, keys, links
-from slugline.caller import Caller
 from slugline.runtime import Runtime
+from slugline.services import accounts, keys, links
 
 
 @pytest.fixture

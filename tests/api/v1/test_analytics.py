@@ -12,7 +12,7 @@ import zxingcpp
 from PIL import Image
 from starlette.testclient import TestClient
 
-from tests.conftest import Account
+from tests.helpers import SQLITE_ONLY, Account
 
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
 
@@ -127,6 +127,7 @@ def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> N
         ("/analytics?bogus=1", "bogus"),
     ],
 )
+@SQLITE_ONLY
 def test_bounds_name_the_field(client: TestClient, alice: Account, path: str, field: str) -> None:
     link = make_links(client, alice)["public"]
     res = client.get("/api/v1" + path.format(id=link["id"]), headers=alice.auth())
@@ -134,6 +135,7 @@ def test_bounds_name_the_field(client: TestClient, alice: Account, path: str, fi
 
 
 @pytest.mark.parametrize("fmt", ["png", "svg"])
+@SQLITE_ONLY
 def test_qr_encodes_the_short_url_marked_as_a_scan(client: TestClient, alice: Account, fmt: str) -> None:
     link = make_links(client, alice)["unlisted"]
     res = client.get(

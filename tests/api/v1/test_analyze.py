@@ -1,3 +1,5 @@
+"""`/analyze` and `auto_meta` against a local page: what is read from it, and which URLs are never fetched."""
+
 from __future__ import annotations
 
 import threading
@@ -7,12 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from starlette.testclient import TestClient
 
-from slugline import migrate
-from slugline.app import create_app
-from slugline.runtime import Runtime
-from tests.api.v1.test_links import create
-from tests.conftest import Account, make_settings
+from tests.helpers import SQLITE_ONLY, Account, ClientFactory, create
 
+pytestmark = SQLITE_ONLY  # what is tested is the fetching: the store plays no part
 PAGE = b"""<html><head><title>Plain title</title><meta property="og:title" content="OG Title">
 <meta name="description" content="A page about things"><link rel="icon" href="/fav.png"></head></html>"""
 
@@ -77,21 +76,13 @@ def test_unreachable_site_is_200_with_fetch_error(client: TestClient) -> None:
         "http://2130706433/",
     ],
 )
-def test_private_or_invalid_urls_are_422(database_url: str, url: str) -> None:
-    settings = make_settings(database_url, fetch_allow_private=False)
-    rt = Runtime.create(settings)
-    migrate.upgrade(rt.db.engine)
-    with TestClient(create_app(settings, rt)) as strict:
-        res = strict.get("/api/v1/analyze", params={"url": url})
-    rt.close()
+def test_private_or_invalid_urls_are_422(make_client: ClientFactory, url: str) -> None:
+    strict, _ = make_client(fetch_allow_private=False)
+    res = strict.get("/api/v1/analyze", params={"url": url})
     assert res.status_code == 422 and res.json()["error"].startswith("url")
 
 
-def test_anonymous_analyze_is_limited_hard(database_url: str, site: str) -> None:
-    settings = make_settings(database_url, rate_limit_analyze_anonymous=2)
-    rt = Runtime.create(settings)
-    migrate.upgrade(rt.db.engine)
-    with TestClient(create_app(settings, rt)) as tc:
-        codes = [tc.get("/api/v1/analyze", params={"url": site}).status_code for _ in range(3)]
-    rt.close()
+def test_anonymous_analyze_is_limited_hard(make_client: ClientFactory, site: str) -> None:
+    tc, _ = make_client(rate_limit_analyze_anonymous=2)
+    codes = [tc.get("/api/v1/analyze", params={"url": site}).status_code for _ in range(3)]
     assert codes == [200, 200, 429]

@@ -3,6 +3,8 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
+from tests.helpers import SQLITE_ONLY
+
 REGISTER = "/api/v1/auth/register"
 LOGIN = "/api/v1/auth/login"
 
@@ -37,6 +39,7 @@ def test_register_taken_name_is_409_case_insensitive(client: TestClient) -> None
         ({"username": "okname", "password": "longenough", "admin": True}, "admin"),
     ],
 )
+@SQLITE_ONLY
 def test_register_validation_names_the_field(client: TestClient, body: dict[str, object], field: str) -> None:
     res = client.post(REGISTER, json=body)
     assert res.status_code == 422
@@ -54,18 +57,21 @@ def test_login_right_and_wrong(client: TestClient) -> None:
         assert bad.headers["www-authenticate"] == "Bearer"
 
 
+@SQLITE_ONLY
 def test_malformed_json_is_400(client: TestClient) -> None:
     res = client.post(REGISTER, content=b'{"username": "x",', headers={"Content-Type": "application/json"})
     assert res.status_code == 400
     assert "malformed JSON" in res.json()["error"]
 
 
+@SQLITE_ONLY
 def test_non_json_body_is_400(client: TestClient) -> None:
     res = client.post(REGISTER, data={"username": "formuser", "password": "longenough"})
     assert res.status_code == 400
     assert "application/json" in res.json()["error"]
 
 
+@SQLITE_ONLY
 def test_json_that_is_not_an_object_is_422(client: TestClient) -> None:
     res = client.post(REGISTER, json=["username", "password"])
     assert res.status_code == 422
@@ -78,11 +84,13 @@ def test_login_with_names_registration_would_refuse_is_just_wrong(client: TestCl
     assert res.status_code == 401 and res.json() == {"error": "wrong username or password"}
 
 
+@SQLITE_ONLY
 def test_login_still_validates_shape(client: TestClient) -> None:
     assert client.post(LOGIN, json={"username": "someone"}).status_code == 422
     assert client.post(LOGIN, json={"username": "someone", "password": "x", "otp": 1}).status_code == 422
 
 
+@SQLITE_ONLY
 def test_oversized_body_is_413_without_reading_it_all(client: TestClient) -> None:
     big = b'{"username": "' + b"a" * (1 << 20) + b'", "password": "long enough"}'
     res = client.post(REGISTER, content=big, headers={"Content-Type": "application/json"})

@@ -3,9 +3,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from tests.conftest import Account
+from slugline.models import ApiKey
+from slugline.runtime import Runtime
+from tests.helpers import SQLITE_ONLY, Account
 
 KEYS = "/api/v1/api-key"
 
@@ -20,6 +23,7 @@ def test_keys_listed_without_secrets(client: TestClient, alice: Account) -> None
     assert set(keys["full"]) == {"scope", "prefix", "last4", "created_at", "last_used_at"}
 
 
+@SQLITE_ONLY
 def test_key_formats(alice: Account) -> None:
     assert alice.full.startswith("svc_live_") and len(alice.full) == len("svc_live_") + 38
     assert alice.public.startswith("svc_pub_") and len(alice.public) == len("svc_pub_") + 38
@@ -44,6 +48,7 @@ def test_delete_key(client: TestClient, alice: Account) -> None:
     assert client.delete(KEYS, params={"scope": "both"}, headers=alice.auth("session")).status_code == 422
 
 
+@SQLITE_ONLY
 def test_public_key_cannot_manage_keys(client: TestClient, alice: Account) -> None:
     for res in (
         client.get(KEYS, headers=alice.auth("public")),
@@ -54,17 +59,14 @@ def test_public_key_cannot_manage_keys(client: TestClient, alice: Account) -> No
         assert "public-only key" in res.json()["error"]
 
 
+@SQLITE_ONLY
 def test_bad_scope_is_422(client: TestClient, alice: Account) -> None:
     res = client.post(KEYS, json={"scope": "admin"}, headers=alice.auth("session"))
     assert res.status_code == 422 and "scope" in res.json()["error"]
 
 
-def test_stored_keys_are_hashed(client: TestClient, alice: Account, runtime: object) -> None:
-    from sqlalchemy import select
-
-    from slugline.models import ApiKey
-
-    with runtime.db.session() as session:  # type: ignore[attr-defined]
+def test_stored_keys_are_hashed(client: TestClient, alice: Account, runtime: Runtime) -> None:
+    with runtime.db.session() as session:
         stored = session.scalars(select(ApiKey.key_hash)).all()
     assert stored and all(len(h) == 64 for h in stored)
     assert alice.full not in stored and alice.public not in stored

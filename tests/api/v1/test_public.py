@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from tests.api.v1.test_links import create
-from tests.conftest import Account
+from tests.helpers import Account, create
 
 
 def test_public_lookup_never_shows_the_note(client: TestClient, alice: Account) -> None:

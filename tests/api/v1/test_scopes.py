@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from tests.api.v1.test_links import LINKS, create
-from tests.conftest import Account
+from tests.helpers import LINKS, Account, create
 
 
 @pytest.fixture

@@ -1,0 +1,103 @@
+"""What the in-process tests share besides fixtures (those live in conftest.py): the services they reach, an account
+with its keys, settings, and requests the test client cannot make by itself."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import httpx2
+import pytest
+from starlette.testclient import TestClient
+
+from slugline.runtime import Runtime
+from slugline.settings import Settings
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+POSTGRES_URL = os.environ.get("SLUGLINE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("SLUGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+BASE_URL = "http://sl.test"
+LINKS = "/api/v1/links"
+
+# Every test of the app runs on SQLite and on PostgreSQL; one where the store plays no part needs only one of them.
+SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
+# The `make_client` fixture: make(**settings overrides) -> a test client running the app, and the app's runtime.
+ClientFactory = Callable[..., tuple[TestClient, Runtime]]
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A service the tests need is missing: skip, except in CI, which must run every test."""
+    if IN_CI:
+        pytest.fail(f"CI must run this test: {reason}")
+    pytest.skip(reason)
+
+
+def make_settings(database_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "secret_key": "test-secret-" + "x" * 32,
+        "fetch_allow_private": True,
+        "public_url": None,
+        **overrides,
+    }
+    return Settings(**values)
+
+
+@dataclass
+class Account:
+    username: str
+    password: str
+    session: str
+    full: str
+    public: str
+
+    def auth(self, which: str = "full") -> dict[str, str]:
+        return {"Authorization": f"Bearer {getattr(self, which)}"}
+
+
+def tampered(key: str, index: int = -1) -> str:
+    """`key` with the character at `index` changed to a different one."""
+    i = index % len(key)
+    return key[:i] + ("b" if key[i] == "a" else "a") + key[i + 1 :]
+
+
+def create(client: TestClient, who: Account, key: str = "full", **body: Any) -> httpx2.Response:
+    """POST a link (to https://example.com/ unless told otherwise) with one of the account's keys."""
+    body.setdefault("destination_url", "https://example.com/")
+    return client.post(LINKS, json=body, headers=who.auth(key))
+
+
+def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[bytes, bytes], bytes]:
+    """GET through the app the client runs, with header bytes exactly as given: the test client re-encodes
+    header values as UTF-8, while a real server passes a client's raw bytes (say, a latin-1 "²") through."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("sl.test", 80),
+    }
+    app: Any = client.app
+    assert client.portal is not None  # the client runs the app's lifespan (used as a context manager)
+    client.portal.call(app, scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], dict(start["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
