@@ -37,6 +37,8 @@ def words(normalized: str) -> list[str]:
 FIELDS = ("slug", "title", "hashtags", "description", "note", "destination_url")
 WEIGHTS = {"slug": 3.0, "title": 3.0, "hashtags": 2.0, "description": 1.2, "note": 1.2, "destination_url": 1.0}
 EXACT, PREFIX, FUZZY, SUBSTRING = 1.0, 0.6, 0.35, 0.3
+MAX_TERMS = 16  # later distinct terms are ignored: they bound the work of one query
+SUBSTRING_MIN_CHARS = 3  # shorter terms match only at a word's start: "a" inside every word says nothing
 
 
 def within_one(a: str, b: str) -> bool:
@@ -115,7 +117,7 @@ class SearchIndex:
         return (link for link in self.links.values() if link.public or not public_only)
 
     def filter(self, query: str, public_only: bool = False) -> list[str]:
-        terms = split_whitespace(normalize(query))
+        terms = list(dict.fromkeys(split_whitespace(normalize(query))))[:MAX_TERMS]
 
         def matches(link: Link, term: str) -> bool:
             if term.startswith("#") and len(term) > 1:
@@ -134,6 +136,7 @@ class SearchIndex:
             is_tag = token.startswith("#") and len(token) > 1
             parts = [(token[1:], True)] if is_tag else [(w, False) for w in words(token)]
             terms.extend(p for p in parts if p not in terms)
+        terms = terms[:MAX_TERMS]
         if not terms:
             return 0, []
         hits: list[tuple[str, float, dict[str, str]]] = []
@@ -157,7 +160,8 @@ class SearchIndex:
         for name in FIELDS:
             for word in words(link.normalized[name]):
                 best = max(best, WEIGHTS[name] * word_quality(term, word, typos=True))
-                if name == "destination_url" and term in word and not word.startswith(term):
+                inside = len(term) >= SUBSTRING_MIN_CHARS and term in word and not word.startswith(term)
+                if name == "destination_url" and inside:
                     best = max(best, WEIGHTS[name] * SUBSTRING)
         return best
 

@@ -125,13 +125,20 @@ class SearchIndex:
 
     def __len__(self) -> int: ...
     def __contains__(self, id: str, /) -> bool: ...
+    def memory_bytes(self) -> int:
+        """Heap bytes the index holds, computed from its buffers' capacities (what a memory budget counts)."""
+
+    def shrink_to_fit(self) -> None:
+        """Give back spare capacity of the growing buffers; worth it once after a bulk load. Releases the GIL."""
+
     def filter(self, query: str, public_only: bool = False) -> list[str]:
         """Ids of the links matching ``query`` (the ``q`` of ``GET /links``), in no particular order.
 
         The query is normalized and split on whitespace; every term must match (AND). A plain term matches
         when it is a substring of the normalized slug, title, destination_url, description, note or a hashtag;
-        ``#tag`` matches only a hashtag equal to ``normalize(tag)``. A blank query matches every link.
-        ``public_only`` leaves out links upserted with ``public=False``. Releases the GIL.
+        ``#tag`` matches only a hashtag equal to ``normalize(tag)``. A blank query matches every link. Only
+        the first 16 distinct terms count; the rest are ignored. ``public_only`` leaves out links upserted
+        with ``public=False``. Releases the GIL.
         """
 
     def search(
@@ -140,7 +147,9 @@ class SearchIndex:
         """Ranked search: ``(total matches, top `limit` hits as (id, score, highlights))``.
 
         Hits are sorted by score (descending), then id. Terms match field words exactly, as a prefix, or
-        (terms of 5+ characters) with one typo; ``#tag`` terms match hashtags only; every term must match.
+        (terms of 5+ characters) with one typo, and (terms of 3+ characters) anywhere inside a word of the
+        destination URL; ``#tag`` terms match hashtags only; every term must match. Only the first 16
+        distinct terms count; the rest are ignored.
         ``highlights`` maps each matching field (``slug``, ``title``, ``description``, ``note``,
         ``destination_url``, ``hashtags``) to an HTML-escaped snippet of the original text with matches in
         ``<mark>…</mark>``. A blank query returns ``(0, [])``. Releases the GIL.

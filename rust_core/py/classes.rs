@@ -59,6 +59,16 @@ impl PySearchIndex {
         read(&self.inner).len()
     }
 
+    /// Heap bytes the index holds (computed from its buffers' capacities).
+    fn memory_bytes(&self) -> usize {
+        read(&self.inner).memory_bytes()
+    }
+
+    /// Gives back spare capacity; worth it once after loading many links.
+    fn shrink_to_fit(&self, py: Python<'_>) -> PyResult<()> {
+        released(py, || write(&self.inner).shrink_to_fit())
+    }
+
     fn __contains__(&self, id: &str) -> bool {
         read(&self.inner).contains(id)
     }

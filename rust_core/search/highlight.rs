@@ -89,7 +89,7 @@ fn field_marks(link: &Link, field: usize, text: &str, terms: &[Term]) -> Vec<Ran
         .map(|(_, range)| range)
         .collect();
     if field == URL {
-        for term in terms.iter().filter(|t| t.kind == TermKind::Word) {
+        for term in terms.iter().filter(|t| t.allows_substrings()) {
             marks.extend(
                 mapped
                     .text

@@ -1,12 +1,12 @@
-//! The per-account search index: links stored in slots, indexed into an append-only corpus (substring
-//! filter), a URL corpus (substring matches in ranked search) and two vocabularies (words, whole hashtags).
-//! Replaced or removed links leave stale entries, recognised by their generation and dropped when the
-//! index compacts, so an upsert costs O(size of the link) amortized.
+//! The per-account search index: links stored in slots (their original text, for highlights and the
+//! substring checks of the filter) and two vocabularies (words, whole hashtags) with their postings.
+//! Normalized text is not kept: it would double the memory, and is cheap to recompute for the few links
+//! a filter checks one by one. Replaced or removed links leave stale postings, recognised by their
+//! generation and dropped when the index compacts, so an upsert costs O(size of the link) amortized.
 
-use super::corpus::Corpus;
 use super::matching::{DESCRIPTION, HASHTAGS, NOTE, SLUG, TITLE, URL};
-use super::normalize::{normalize, words};
-use super::vocab::{Posting, Vocab};
+use super::normalize::{normalize, normalize_into, words};
+use super::vocab::{Posting, Vocab, GENERATION_MASK};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -44,8 +44,30 @@ pub(super) struct Doc {
     pub id: String,
     pub public: bool,
     pub link: Link,
-    pub tags: Vec<String>,
     postings: usize,
+}
+
+impl Doc {
+    fn memory_bytes(&self) -> usize {
+        let link = &self.link;
+        let optional = |text: &Option<String>| text.as_ref().map_or(0, String::capacity);
+        self.id.capacity()
+            + link.slug.capacity()
+            + link.destination_url.capacity()
+            + optional(&link.title)
+            + optional(&link.description)
+            + optional(&link.note)
+            + link.hashtags.capacity() * size_of::<String>()
+            + link.hashtags.iter().map(String::capacity).sum::<usize>()
+    }
+}
+
+/// A link's hashtags, normalized, sorted and without duplicates.
+fn normalized_tags(link: &Link) -> Vec<String> {
+    let mut tags: Vec<String> = link.hashtags.iter().map(|t| normalize(t)).collect();
+    tags.sort_unstable();
+    tags.dedup();
+    tags
 }
 
 #[derive(Debug, Default)]
@@ -53,14 +75,11 @@ pub struct SearchIndex {
     pub(super) slots: Vec<Option<Doc>>,
     /// Per slot: `generation << 2 | PUBLIC | LIVE`, compact so that checking a posting rarely misses the cache.
     state: Vec<u32>,
-    /// Per slot: its entry in `corpus` (kept apart from `Doc` for the same reason).
-    pub(super) entries: Vec<u32>,
     /// Ids back to back with each slot's byte range: filters returning thousands of ids read one buffer.
     id_text: String,
     id_spans: Vec<(usize, usize)>,
     free: Vec<u32>,
     by_id: HashMap<String, u32>,
-    pub(super) corpus: Corpus,
     pub(super) words: Vocab,
     pub(super) tags: Vocab,
     live_postings: usize,
@@ -69,7 +88,6 @@ pub struct SearchIndex {
 
 const LIVE: u32 = 1;
 const PUBLIC: u32 = 2;
-const GENERATION_MASK: u32 = u32::MAX >> 2;
 
 /// Compaction waits until stale postings outnumber live ones (and this many), keeping upserts amortized O(1).
 const MIN_STALE_FOR_COMPACTION: usize = 1 << 16;
@@ -96,7 +114,6 @@ impl SearchIndex {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.state.push(0);
-            self.entries.push(0);
             self.id_spans.push((0, 0));
             (self.slots.len() - 1) as u32
         });
@@ -104,7 +121,6 @@ impl SearchIndex {
             id: id.to_owned(),
             public,
             link,
-            tags: Vec::new(),
             postings: 0,
         };
         self.index_doc(slot, doc);
@@ -147,19 +163,8 @@ impl SearchIndex {
                 *text = normalize(&doc.link.field(field));
             }
         }
-        doc.tags = doc.link.hashtags.iter().map(|t| normalize(t)).collect();
-        doc.tags.sort_unstable();
-        doc.tags.dedup();
-        norm[HASHTAGS] = doc.tags.join(" ");
-        let entry = self.corpus.push(
-            slot,
-            generation,
-            [SLUG, TITLE, URL, DESCRIPTION, NOTE]
-                .iter()
-                .map(|&f| norm[f].as_str())
-                .chain(doc.tags.iter().map(String::as_str)),
-        );
-        self.entries[slot as usize] = entry as u32;
+        let tags = normalized_tags(&doc.link);
+        norm[HASHTAGS] = tags.join(" ");
         self.id_spans[slot as usize] = (self.id_text.len(), self.id_text.len() + doc.id.len());
         self.id_text.push_str(&doc.id);
         let mut fields_of: HashMap<&str, u8> = HashMap::new();
@@ -169,28 +174,64 @@ impl SearchIndex {
             }
         }
         for (word, &fields) in &fields_of {
-            self.words.add(
-                word,
-                Posting {
-                    slot,
-                    generation,
-                    fields,
-                },
-            );
+            self.words.add(word, Posting::new(slot, generation, fields));
         }
-        for tag in &doc.tags {
-            self.tags.add(
-                tag,
-                Posting {
-                    slot,
-                    generation,
-                    fields: 1 << HASHTAGS,
-                },
-            );
+        for tag in &tags {
+            self.tags.add(tag, Posting::new(slot, generation, 1 << HASHTAGS));
         }
-        doc.postings = fields_of.len() + doc.tags.len();
+        doc.postings = fields_of.len() + tags.len();
         self.live_postings += doc.postings;
         self.slots[slot as usize] = Some(doc);
+    }
+
+    /// The normalized text the filter matches substrings in: each field, then each hashtag, one per line
+    /// (query terms hold no whitespace, so a match never straddles two of them).
+    pub(super) fn normalized_text(&self, slot: u32, out: &mut String) {
+        out.clear();
+        let Some(doc) = &self.slots[slot as usize] else {
+            return;
+        };
+        for field in [SLUG, TITLE, URL, DESCRIPTION, NOTE] {
+            normalize_into(&doc.link.field(field), out);
+            out.push('\n');
+        }
+        for tag in normalized_tags(&doc.link) {
+            out.push_str(&tag);
+            out.push('\n');
+        }
+    }
+
+    /// Whether the link in `slot` has hashtag `tag` (normalized).
+    pub(super) fn has_tag(&self, slot: u32, tag: &str) -> bool {
+        self.slots[slot as usize]
+            .as_ref()
+            .is_some_and(|doc| doc.link.hashtags.iter().any(|t| normalize(t) == tag))
+    }
+
+    /// Heap bytes the index holds, from capacities (what the allocator gave out, not what is in use).
+    pub fn memory_bytes(&self) -> usize {
+        let docs: usize = self.slots.iter().flatten().map(Doc::memory_bytes).sum();
+        let per_slot = size_of::<Option<Doc>>() + size_of::<u32>() + size_of::<(usize, usize)>();
+        let by_id = self.by_id.capacity() * (size_of::<(String, u32)>() + 1)
+            + self.by_id.keys().map(String::capacity).sum::<usize>();
+        self.slots.capacity() * per_slot
+            + docs
+            + self.id_text.capacity()
+            + self.free.capacity() * size_of::<u32>()
+            + by_id
+            + self.words.memory_bytes()
+            + self.tags.memory_bytes()
+    }
+
+    /// Gives back the spare capacity of growing buffers (after a bulk load, which will not grow much more).
+    pub fn shrink_to_fit(&mut self) {
+        self.slots.shrink_to_fit();
+        self.state.shrink_to_fit();
+        self.id_spans.shrink_to_fit();
+        self.id_text.shrink_to_fit();
+        self.by_id.shrink_to_fit();
+        self.words.shrink_to_fit();
+        self.tags.shrink_to_fit();
     }
 
     /// Rebuilds corpora and vocabularies from the live links only.
@@ -198,7 +239,6 @@ impl SearchIndex {
         let docs: Vec<(u32, Doc)> = (0..self.slots.len())
             .filter_map(|slot| self.slots[slot].take().map(|doc| (slot as u32, doc)))
             .collect();
-        self.corpus = Corpus::default();
         self.id_text.clear();
         self.words = Vocab::default();
         self.tags = Vocab::default();
@@ -206,6 +246,15 @@ impl SearchIndex {
         for (slot, doc) in docs {
             self.index_doc(slot, doc);
         }
+    }
+
+    /// (live postings, postings held including stale ones).
+    #[cfg(test)]
+    pub(super) fn postings(&self) -> (usize, usize) {
+        (
+            self.live_postings,
+            self.words.postings_held() + self.tags.postings_held(),
+        )
     }
 
     /// The id of the link in `slot` (or of the last link that was there).

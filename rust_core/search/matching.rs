@@ -15,6 +15,14 @@ pub const FIELD_WEIGHTS: [f64; 6] = [3.0, 3.0, 2.0, 1.2, 1.2, 1.0];
 /// Terms shorter than this (in chars) never match with a typo: too many false friends.
 pub const FUZZY_MIN_CHARS: usize = 5;
 
+/// Terms shorter than this never match inside a word (of the URL): "a" would be in nearly every word, so
+/// each such term would walk most of the index for matches that say nothing.
+pub const SUBSTRING_MIN_CHARS: usize = 3;
+
+/// Terms of a query beyond this many (after duplicates are dropped) are ignored: each one costs a pass
+/// over the postings it matches, and a dozen terms already pin a link down.
+pub const MAX_TERMS: usize = 16;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Quality {
     /// The term occurs inside the destination URL, though not at a word start.
@@ -70,6 +78,11 @@ impl Term {
         self.kind == TermKind::Word && self.chars.len() >= FUZZY_MIN_CHARS
     }
 
+    /// Only word terms of `SUBSTRING_MIN_CHARS` or more match inside a word.
+    pub fn allows_substrings(&self) -> bool {
+        self.kind == TermKind::Word && self.chars.len() >= SUBSTRING_MIN_CHARS
+    }
+
     /// How this term matches the start of `word` (normalized), if at all: exactly, as a prefix or with a typo.
     /// `word_is_ascii` is passed in by callers that know it; `scratch` avoids an allocation per word.
     pub fn quality(&self, word: &str, word_is_ascii: bool, scratch: &mut Vec<char>) -> Option<Quality> {
@@ -118,11 +131,12 @@ pub fn within_one<T: PartialEq>(a: &[T], b: &[T]) -> bool {
     substituted || transposed
 }
 
-/// Terms of a ranked search: `#tag` tokens stay whole, other tokens are split into words. Duplicates dropped.
+/// Terms of a ranked search: `#tag` tokens stay whole, other tokens are split into words. Duplicates dropped;
+/// the first `MAX_TERMS` kept.
 pub fn search_terms(query: &str) -> Vec<Term> {
     let mut terms: Vec<Term> = Vec::new();
     let mut push = |text: &str, kind: TermKind| {
-        if !terms.iter().any(|t| t.text == text && t.kind == kind) {
+        if terms.len() < MAX_TERMS && !terms.iter().any(|t| t.text == text && t.kind == kind) {
             terms.push(Term::new(text, kind));
         }
     };
@@ -147,6 +161,7 @@ pub enum FilterTerm {
     Tag(String),
 }
 
+/// Terms of a `q` filter, duplicates dropped, the first `MAX_TERMS` kept.
 pub fn filter_terms(query: &str) -> Vec<FilterTerm> {
     let mut terms = Vec::new();
     for token in normalize(query).split_whitespace() {
@@ -154,7 +169,7 @@ pub fn filter_terms(query: &str) -> Vec<FilterTerm> {
             Some(tag) if !tag.is_empty() => FilterTerm::Tag(tag.to_owned()),
             _ => FilterTerm::Substring(token.to_owned()),
         };
-        if !terms.contains(&term) {
+        if terms.len() < MAX_TERMS && !terms.contains(&term) {
             terms.push(term);
         }
     }
@@ -230,5 +245,9 @@ mod tests {
             ]
         );
         assert!(filter_terms("   ").is_empty());
+        let many: String = ('a'..='z').map(|c| format!("{c} ")).collect();
+        assert_eq!(search_terms(&many).len(), MAX_TERMS);
+        assert_eq!(filter_terms(&many).len(), MAX_TERMS);
+        assert_eq!(search_terms(&many)[MAX_TERMS - 1].text, "p", "the first ones are kept");
     }
 }

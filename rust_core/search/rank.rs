@@ -125,10 +125,10 @@ impl SearchIndex {
                 u8::MAX
             };
             for p in postings {
-                let fields = p.fields & allowed;
+                let fields = p.fields() & allowed;
                 if fields == 0
                     || usize::from(scores.matched[p.slot as usize]) != term_index
-                    || !self.live(p.slot, p.generation, public_only)
+                    || !self.live(p.slot, p.generation(), public_only)
                 {
                     continue;
                 }

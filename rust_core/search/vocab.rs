@@ -5,36 +5,69 @@
 use super::corpus::Corpus;
 use super::matching::{Quality, Term};
 use memchr::memmem::Finder;
+use std::collections::hash_map::{Entry, RandomState};
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
+/// One link's use of one word: 8 bytes, the bulk of an index's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Posting {
     pub slot: u32,
-    pub generation: u32,
-    /// Bit `f` set when the word occurs in field `f`.
-    pub fields: u8,
+    /// `generation << FIELD_BITS | fields`, where bit `f` of fields is set when the word occurs in field `f`.
+    packed: u32,
+}
+
+const FIELD_BITS: u32 = 6;
+
+/// Generations wrap within this many bits (what is left of a `u32` next to the field bits).
+pub const GENERATION_MASK: u32 = u32::MAX >> FIELD_BITS;
+
+impl Posting {
+    pub fn new(slot: u32, generation: u32, fields: u8) -> Self {
+        debug_assert!(generation <= GENERATION_MASK && u32::from(fields) < 1 << FIELD_BITS);
+        Posting {
+            slot,
+            packed: generation << FIELD_BITS | u32::from(fields),
+        }
+    }
+
+    pub fn generation(self) -> u32 {
+        self.packed >> FIELD_BITS
+    }
+
+    pub fn fields(self) -> u8 {
+        (self.packed & ((1 << FIELD_BITS) - 1)) as u8
+    }
 }
 
 #[derive(Debug, Default)]
 pub struct Vocab {
-    /// All words, one entry each (owner = word id), so a substring scan walks one buffer.
+    /// All words, one entry each (entry = word id), so a substring scan walks one buffer.
     text: Corpus,
-    /// Per word: its byte range in `text` and whether it is ASCII (the fast path of typo matching).
-    shapes: Vec<(u32, u32, bool)>,
-    lookup: HashMap<Box<str>, u32>,
+    /// Keyed hash of a word -> its id. The words themselves are only in `text`: a second copy as keys
+    /// would cost more than the word (an allocation each). The hash is keyed per process, so nobody can
+    /// pick words that collide; should two words still share a hash, the later one goes to `collided`.
+    lookup: HashMap<u64, u32>,
+    collided: HashMap<Box<str>, u32>,
+    hasher: RandomState,
     postings: Vec<Vec<Posting>>,
 }
 
 impl Vocab {
     pub fn add(&mut self, word: &str, posting: Posting) {
-        let id = match self.lookup.get(word) {
-            Some(&id) => id,
+        let id = match self.id(word) {
+            Some(id) => id,
             None => {
-                let id = self.postings.len() as u32;
-                let entry = self.text.push(id, 0, [word]);
-                let start = self.text.start(entry) as u32;
-                self.shapes.push((start, start + word.len() as u32, word.is_ascii()));
-                self.lookup.insert(word.into(), id);
+                let id = self.text.push(word) as u32;
+                let hash = self.hasher.hash_one(word);
+                match self.lookup.entry(hash) {
+                    Entry::Occupied(_) => {
+                        self.collided.insert(word.into(), id);
+                    }
+                    Entry::Vacant(free) => {
+                        free.insert(id);
+                    }
+                }
                 self.postings.push(Vec::new());
                 id
             }
@@ -42,33 +75,70 @@ impl Vocab {
         self.postings[id as usize].push(posting);
     }
 
-    fn word(&self, id: usize) -> &str {
-        let entry = self.text.entry_text(id);
-        &entry[..entry.len() - 1]
+    fn id(&self, word: &str) -> Option<u32> {
+        let &id = self.lookup.get(&self.hasher.hash_one(word))?;
+        if self.text.entry_text(id as usize) == word {
+            Some(id)
+        } else {
+            self.collided.get(word).copied()
+        }
+    }
+
+    /// Heap bytes held, from capacities. A hash map entry is counted with its control byte; each
+    /// allocation (key, postings list) with the allocator's usual 16-byte rounding and header.
+    pub fn memory_bytes(&self) -> usize {
+        fn allocation(bytes: usize) -> usize {
+            if bytes == 0 {
+                0
+            } else {
+                (bytes + 8).div_ceil(16) * 16
+            }
+        }
+        let lookup = self.lookup.capacity() * (size_of::<(u64, u32)>() + 1)
+            + self.collided.capacity() * (size_of::<(Box<str>, u32)>() + 1)
+            + self.collided.keys().map(|k| allocation(k.len())).sum::<usize>();
+        let postings = self.postings.capacity() * size_of::<Vec<Posting>>()
+            + self
+                .postings
+                .iter()
+                .map(|p| allocation(p.capacity() * size_of::<Posting>()))
+                .sum::<usize>();
+        self.text.memory_bytes() + lookup + postings
+    }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.lookup.shrink_to_fit();
+        self.postings.shrink_to_fit();
+        self.postings.iter_mut().for_each(Vec::shrink_to_fit);
+    }
+
+    #[cfg(test)]
+    pub fn postings_held(&self) -> usize {
+        self.postings.iter().map(Vec::len).sum()
     }
 
     /// Postings of exactly `word`.
     pub fn exact(&self, word: &str) -> &[Posting] {
-        self.lookup.get(word).map_or(&[], |&id| &self.postings[id as usize])
+        self.id(word).map_or(&[], |id| &self.postings[id as usize])
     }
 
     /// Calls `on_word` with the postings of every word containing the needle of `finder`.
     pub fn for_each_containing(&self, finder: &Finder<'_>, mut on_word: impl FnMut(&str, &[Posting])) {
-        self.text.scan(finder, |id, _| {
-            on_word(self.word(id as usize), &self.postings[id as usize])
-        });
+        self.text
+            .scan(finder, |id| on_word(self.text.entry_text(id), &self.postings[id]));
     }
 
-    /// Calls `on_match` for every word `term` matches: exactly, as a prefix, with a typo, or (`Substring`)
-    /// anywhere inside the word. A word may be reported twice (typo and substring).
+    /// Calls `on_match` for every word `term` matches: exactly, as a prefix, with a typo, or (`Substring`,
+    /// terms of `SUBSTRING_MIN_CHARS` or more) anywhere inside the word. A word may be reported twice.
     pub fn for_each_match(&self, term: &Term, mut on_match: impl FnMut(Quality, &[Posting])) {
         let fuzzy = term.allows_typos();
         if fuzzy {
-            let text = self.text.text();
             let head = term.text.as_bytes();
             let mut scratch = Vec::new();
-            for (id, &(start, end, ascii)) in self.shapes.iter().enumerate() {
-                let word = &text[start as usize..end as usize];
+            for id in 0..self.text.len() {
+                let word = self.text.entry_text(id);
+                let ascii = word.is_ascii();
                 if ascii && term.is_ascii() && !could_be_close(head, word.as_bytes()) {
                     continue;
                 }
@@ -77,9 +147,22 @@ impl Vocab {
                 }
             }
         }
+        let substrings = term.allows_substrings();
+        if !fuzzy && !substrings {
+            // Only matches at a word's start count: find those directly.
+            return self.text.scan_prefix(&term.text, |id| {
+                let quality = if self.text.entry_text(id).len() == term.text.len() {
+                    Quality::Exact
+                } else {
+                    Quality::Prefix
+                };
+                on_match(quality, &self.postings[id]);
+            });
+        }
         self.for_each_containing(&Finder::new(&term.text), |word, postings| {
             match (word.starts_with(term.text.as_str()), fuzzy) {
-                (false, _) => on_match(Quality::Substring, postings),
+                (false, _) if substrings => on_match(Quality::Substring, postings),
+                (false, _) => {}
                 (true, false) => on_match(
                     if word.len() == term.text.len() {
                         Quality::Exact
@@ -109,11 +192,7 @@ mod tests {
     use super::*;
 
     fn posting(slot: u32) -> Posting {
-        Posting {
-            slot,
-            generation: 0,
-            fields: 1,
-        }
+        Posting::new(slot, 0, 1)
     }
 
     fn matches(vocab: &Vocab, term: &str) -> Vec<(Quality, usize)> {
@@ -121,6 +200,20 @@ mod tests {
         vocab.for_each_match(&Term::new(term, TermKind::Word), |q, p| seen.push((q, p.len())));
         seen.sort_by_key(|&(q, n)| (std::cmp::Reverse(q), n));
         seen
+    }
+
+    #[test]
+    fn words_sharing_a_hash_stay_apart() {
+        let mut vocab = Vocab::default();
+        vocab.add("alpha", posting(1));
+        // As if "beta" hashed like "alpha": its id must not be taken for alpha's, nor the other way round.
+        let taken = vocab.hasher.hash_one("beta");
+        vocab.lookup.insert(taken, 0);
+        vocab.add("beta", posting(2));
+        vocab.add("beta", posting(3));
+        assert_eq!(vocab.exact("alpha"), [posting(1)]);
+        assert_eq!(vocab.exact("beta"), [posting(2), posting(3)]);
+        assert_eq!(vocab.collided.len(), 1);
     }
 
     #[test]
@@ -141,10 +234,8 @@ mod tests {
                 (Quality::Substring, 1)
             ]
         );
-        assert_eq!(
-            matches(&vocab, "py"),
-            [(Quality::Prefix, 1), (Quality::Prefix, 2), (Quality::Substring, 1)]
-        );
-        assert_eq!(matches(&vocab, "av"), [(Quality::Substring, 1)]);
+        assert_eq!(matches(&vocab, "py"), [(Quality::Prefix, 1), (Quality::Prefix, 2)]);
+        assert_eq!(matches(&vocab, "ava"), [(Quality::Substring, 1)]);
+        assert!(matches(&vocab, "av").is_empty(), "too short to match inside a word");
     }
 }

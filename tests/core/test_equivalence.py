@@ -257,3 +257,51 @@ def test_click_batch_matches_reference() -> None:
     assert core.rows() == ref.rows()
     assert core.rollup() == ref.rollup()
     assert core.link_totals() == ref.link_totals()
+
+
+def _capped_queries(ref: reference.SearchIndex) -> list[str]:
+    """Per link: 16 distinct prefixes of its own words (all match it), then terms that match nothing."""
+    queries = []
+    for link in list(ref.links.values())[:40]:
+        words = reference.words(" ".join(link.normalized[f] for f in reference.FIELDS))
+        prefixes = list(dict.fromkeys(w[:n] for w in words for n in range(1, len(w) + 1)))
+        if len(prefixes) >= 16:
+            queries.append(" ".join([*prefixes[:16], "qqqzzz", "zzzqqq"]))
+    return queries
+
+
+def test_terms_beyond_the_cap_are_ignored(indexes: tuple[_core.SearchIndex, reference.SearchIndex]) -> None:
+    core, ref = indexes
+    queries = _capped_queries(ref)
+    assert len(queries) > 10
+    for query in queries:
+        assert ref.search(query, 5)[0] > 0 and ref.filter(query), "the 17th and 18th terms would match nothing"
+        assert core.search(query, 1000)[0] == ref.search(query, 1000)[0], query
+        assert sorted(core.filter(query)) == sorted(ref.filter(query)), query
+
+
+def test_short_terms_do_not_match_inside_words() -> None:
+    core = _core.SearchIndex()
+    core.upsert(
+        id="l1", slug="x", destination_url="https://example.org/zzabcd", title=None, description=None,
+        note=None, hashtags=[], public=True,
+    )  # fmt: skip
+    assert core.search("zab", 5)[0] == 1, "three characters match inside a URL word"
+    assert core.search("ab", 5)[0] == 0, "two do not: they would match nearly every word"
+    assert core.filter("ab") == ["l1"], "the q filter still matches any substring"
+
+
+def test_memory_bytes_counts_what_the_index_holds() -> None:
+    index = _core.SearchIndex()
+    empty = index.memory_bytes()
+    note = " ".join(f"word{i}" for i in range(700))  # 5.6 KB of text, 700 distinct words
+    for i in range(50):
+        index.upsert(
+            id=f"l{i}", slug=f"s{i}", destination_url="https://example.org/", title="t", description=None,
+            note=note, hashtags=["tag"], public=True,
+        )  # fmt: skip
+    grown = index.memory_bytes() - empty
+    text = 50 * len(note)
+    assert text < grown < 4 * text, (text, grown)
+    index.shrink_to_fit()
+    assert index.memory_bytes() <= grown + empty
