@@ -28,6 +28,7 @@ from slugline.runtime import Runtime
 from slugline.settings import Settings, get_settings
 from slugline.web.ratelimit import RateLimitMiddleware
 from slugline.web.responses import JSON, error
+from slugline.web.unavailable import DatabaseGuard
 
 log = logging.getLogger("slugline")
 HTTP_MESSAGES = {404: "not found", 405: "method not allowed"}
@@ -90,6 +91,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     install_error_handlers(app)
     app.add_middleware(RateLimitMiddleware)
+    app.add_middleware(DatabaseGuard)  # outside the rate limits: their caller lookup reads the database
     return app
 
 

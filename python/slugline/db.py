@@ -7,11 +7,24 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from slugline.settings import Settings
 
 SQLITE_BUSY_SECONDS = 10  # how long a writer waits for another one before giving up
+# While PostgreSQL is away a request fails within a few seconds (503) instead of hanging on a connect or the pool.
+CONNECT_SECONDS = 3
+POOL_WAIT_SECONDS = 5
+UNAVAILABLE_MESSAGE = "the database is unavailable: try again shortly"
+
+
+def unavailable(exc: BaseException) -> bool:
+    """The store is down, unreachable, read-only or full: the request may succeed later (503), it is not a bug (500).
+
+    OperationalError is what both drivers raise for those (and for a locked SQLite file past its busy timeout);
+    InterfaceError is a connection that died under us; TimeoutError is the pool waiting for a free connection."""
+    return isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError)
 
 
 def normalize_url(url: str) -> str:
@@ -41,7 +54,12 @@ def make_engine(settings: Settings) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(
-        url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow, pool_pre_ping=True
+        url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_pre_ping=True,
+        pool_timeout=POOL_WAIT_SECONDS,
+        connect_args={"connect_timeout": CONNECT_SECONDS},
     )
 
 

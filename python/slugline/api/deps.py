@@ -8,7 +8,7 @@ from fastapi import Depends, Request
 
 from slugline.caller import Caller
 from slugline.runtime import Runtime
-from slugline.services import accounts
+from slugline.services import accounts, keys
 from slugline.web.identity import identify
 from slugline.web.request import read_json
 
@@ -39,6 +39,15 @@ def get_api_caller(caller: AnyCaller) -> Caller:
 
 
 ApiCaller = Annotated[Caller, Depends(get_api_caller)]
+
+
+def get_key_manager(caller: AnyCaller) -> Caller:
+    """A session token or a full key: declared before a body, so a public key gets its 403 before a 400 or 422."""
+    keys.require_key_manager(caller)
+    return caller
+
+
+KeyManager = Annotated[Caller, Depends(get_key_manager)]
 
 
 async def get_json_body(request: Request) -> Any:

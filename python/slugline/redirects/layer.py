@@ -15,6 +15,7 @@ from typing import Any
 
 from slugline import _core
 from slugline.clicks.buffer import ClickRecorder
+from slugline.db import unavailable
 from slugline.redirects.accept import prefers_json
 from slugline.redirects.linkcache import Entry, LinkCache, Missing
 from slugline.redirects.unlock import Unlocker, form_page, read_form
@@ -22,6 +23,7 @@ from slugline.redirects.urls import merge_query
 from slugline.runtime import Runtime
 from slugline.visibility import Visibility
 from slugline.web.request import client_ip
+from slugline.web.unavailable import send_unavailable
 
 SLUG_PATH = re.compile(r"/([A-Za-z0-9_-]{1,64})")
 ANSWERED = frozenset({"GET", "HEAD", "POST"})
@@ -76,9 +78,14 @@ class RedirectLayer:
         try:
             redirects = self._redirects or self._start()
             await redirects.serve(slug, scope, receive, tracked)
-        except Exception:
-            log.exception("answering /%s failed", slug)
-            if not started:  # once a response has begun there is nothing more to send
+        except Exception as exc:
+            if started:  # once a response has begun there is nothing more to send
+                log.exception("answering /%s failed", slug)
+            elif unavailable(exc):  # a link not in the cache while the database is away: the visitor may retry
+                log.warning("answering /%s: database unavailable (%s)", slug, type(exc).__name__)
+                await send_unavailable(send)
+            else:
+                log.exception("answering /%s failed", slug)
                 await respond(scope, send, 500, INTERNAL_ERROR_JSON, b"application/json", NO_STORE)
 
     def _start(self) -> Redirects:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from slugline.api.deps import AnyCaller, JsonBody, RuntimeDep
+from slugline.api.deps import JsonBody, KeyManager, RuntimeDep
 from slugline.api.openapi import body_schema
 from slugline.schemas import KeyRequest
 from slugline.services import keys
@@ -12,7 +12,7 @@ router = APIRouter(tags=["account"])
 
 
 @router.get("/api-key", summary="List the account's API keys (never the secrets)")
-def list_keys(rt: RuntimeDep, caller: AnyCaller) -> JSON:
+def list_keys(rt: RuntimeDep, caller: KeyManager) -> JSON:
     return JSON(keys.list_keys(rt, caller))
 
 
@@ -22,10 +22,10 @@ def list_keys(rt: RuntimeDep, caller: AnyCaller) -> JSON:
     openapi_extra=body_schema(KeyRequest),
     summary="Generate the full or public key; replaces that scope's old key; the secret is shown once",
 )
-def create_key(rt: RuntimeDep, caller: AnyCaller, body: JsonBody) -> JSON:
+def create_key(rt: RuntimeDep, caller: KeyManager, body: JsonBody) -> JSON:
     return JSON(keys.create_key(rt, caller, body), status_code=201)
 
 
 @router.delete("/api-key", summary="Revoke the key of one scope")
-def delete_key(rt: RuntimeDep, caller: AnyCaller, scope: str | None = None) -> JSON:
+def delete_key(rt: RuntimeDep, caller: KeyManager, scope: str | None = None) -> JSON:
     return JSON(keys.delete_key(rt, caller, scope))

@@ -1,0 +1,52 @@
+"""A store that refuses writes (read-only, full) or is away answers 503 `{"error": ...}`, never 500, and reads
+that need no write keep working; acknowledged writes stay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from starlette.testclient import TestClient
+
+from slugline.db import UNAVAILABLE_MESSAGE
+from slugline.runtime import Runtime
+
+SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
+def read_only(rt: Runtime) -> None:
+    """Every new connection refuses writes, as SQLite does for a read-only file (root ignores file modes)."""
+    event.listen(rt.db.engine, "connect", lambda conn, _: conn.execute("PRAGMA query_only=ON"))
+    rt.db.engine.dispose()
+
+
+@SQLITE
+def test_read_only_store_is_503_and_reads_still_answer(client: TestClient, runtime: Runtime, alice: Any) -> None:
+    auth = {"Authorization": f"Bearer {alice.full}"}
+    kept = client.post("/api/v1/links", json={"destination_url": "https://a.example/", "slug": "kept"}, headers=auth)
+    assert kept.status_code == 201
+    read_only(runtime)
+    res = client.post("/api/v1/links", json={"destination_url": "https://b.example/"}, headers=auth)
+    assert res.status_code == 503, res.text
+    assert res.json() == {"error": UNAVAILABLE_MESSAGE}
+    assert res.headers["retry-after"] == "1"
+    listed = client.get("/api/v1/links", headers=auth)
+    assert listed.status_code == 200
+    assert [link["slug"] for link in listed.json()["data"]] == ["kept"]  # the acknowledged write, and only it
+    assert client.get("/kept", follow_redirects=False).status_code == 302
+
+
+@SQLITE
+def test_store_away_is_503_on_the_api_and_on_uncached_redirects(client: TestClient, runtime: Runtime) -> None:
+    path = runtime.settings.sqlite_path()
+    assert path is not None
+    runtime.db.engine.dispose()
+    path.rename(path.with_suffix(".away"))
+    path.mkdir()  # the file cannot be opened now, as when its volume is gone
+    res = client.post("/api/v1/auth/login", json={"username": "someone", "password": "whatever1"})
+    assert res.status_code == 503, res.text
+    assert res.json() == {"error": UNAVAILABLE_MESSAGE}
+    res = client.get("/never-cached", follow_redirects=False)
+    assert res.status_code == 503, res.text
+    assert res.json() == {"error": UNAVAILABLE_MESSAGE}
