@@ -83,6 +83,17 @@ class Link(Base):
     __table_args__ = (Index("ix_links_account_created", "account_id", "created_at"),)
 
 
+class LinkChange(Base):
+    """One row per `links_version` bump: which link changed. Other workers read the rows after the version
+    they last saw and refresh just those links, instead of reloading the account's whole index."""
+
+    __tablename__ = "link_changes"
+
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    link_id: Mapped[str] = mapped_column(String(15))
+
+
 class Click(Base):
     __tablename__ = "clicks"
 

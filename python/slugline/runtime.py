@@ -32,6 +32,7 @@ class Runtime:
             db=Database(settings),
             secret=settings.secret(),
             limiter=make_rate_limiter(settings.redis_url),
+            search=SearchCache(settings.search_memory_mb << 20),
         )
 
     def fetch_networks(self) -> list[IPv4Network | IPv6Network]:

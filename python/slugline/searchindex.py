@@ -1,22 +1,24 @@
 """The per-account search indexes behind `q` and `/search`: held in the Rust core, one per account and worker,
-kept fresh across workers by `accounts.links_version`."""
+within a byte budget per worker, kept fresh across workers by `accounts.links_version` and the change feed."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from slugline import searchfeed
 from slugline._core import SearchIndex
 from slugline.models import Account, Link
 from slugline.visibility import PUBLIC_LEVELS
 
 T = TypeVar("T")
-
+log = logging.getLogger(__name__)
 
 INDEXED = (
     Link.id,
@@ -28,6 +30,9 @@ INDEXED = (
     Link.hashtags,
     Link.visibility,
 )
+# Builds and catch-ups take one of these locks, by account id: at most one per account at a time, and a
+# fixed number of locks however many accounts come and go.
+FLIGHT_LOCKS = 64
 
 
 def index_link(index: SearchIndex, link: Any) -> None:
@@ -45,64 +50,128 @@ def index_link(index: SearchIndex, link: Any) -> None:
 
 
 class _Entry:
-    __slots__ = ("index", "lock", "version")
+    __slots__ = ("bytes", "index", "lock", "version")
 
     def __init__(self, version: int, index: SearchIndex) -> None:
         self.version = version
         self.index = index
-        self.lock = threading.Lock()  # a SearchIndex must not be read and written at once
+        self.bytes = index.memory_bytes()
+        # Serializes writers (which also move `version`); readers need no lock, the index has its own.
+        self.lock = threading.Lock()
 
 
 class SearchCache:
-    """Account id -> (links_version, SearchIndex); an index is rebuilt when another worker changed the links."""
+    """Account id -> (links_version, SearchIndex), least recently used first out once the indexes together
+    hold more than `budget_bytes`. A stale index catches up through the change feed (O(changed links));
+    it is rebuilt only when the feed cannot tell, and then by one request while the others wait for it."""
 
-    def __init__(self, max_accounts: int = 1024) -> None:
+    def __init__(self, budget_bytes: int = 256 << 20) -> None:
+        self.budget_bytes = budget_bytes
         self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
-        self._max = max_accounts
+        self._flights = [threading.Lock() for _ in range(FLIGHT_LOCKS)]
+        self.builds = 0  # full loads so far (tests and benchmarks watch it)
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
 
     def use(self, session: Session, account_id: int, work: Callable[[SearchIndex], T]) -> T:
-        """Run `work` on the account's current index (loading it if missing or stale)."""
+        """Run `work` on the account's index, brought up to the account's current version first."""
         version = session.scalar(select(Account.links_version).where(Account.id == account_id)) or 0
-        entry = self._current(account_id, version)
-        if entry is None:
-            entry = self._load(session, account_id, version)
-        with entry.lock:
-            return work(entry.index)
+        entry = self._get(account_id)
+        if entry is None or entry.version < version:
+            entry = self._refresh(session, account_id, version)
+        return work(entry.index)
 
     def changed(self, account_id: int, new_version: int, link: Link | None, removed_id: str | None = None) -> None:
-        """Apply this worker's own change in place when the index was exactly one version behind."""
-        with self._lock:
-            entry = self._entries.get(account_id)
+        """Apply this worker's own change in place when the index was exactly one version behind (otherwise
+        the next `use` catches up through the feed)."""
+        entry = self._get(account_id, touch=False)
         if entry is None:
             return
         with entry.lock:
             if entry.version != new_version - 1:
-                with self._lock:
-                    self._entries.pop(account_id, None)
                 return
             if link is not None:
                 index_link(entry.index, link)
             if removed_id is not None:
                 entry.index.remove(removed_id)
             entry.version = new_version
+        self._resize(account_id, entry)
 
-    def _current(self, account_id: int, version: int) -> _Entry | None:
+    def _get(self, account_id: int, touch: bool = True) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(account_id)
-            if entry is not None and entry.version == version:
+            if entry is not None and touch:
                 self._entries.move_to_end(account_id)
-                return entry
-        return None
+            return entry
 
-    def _load(self, session: Session, account_id: int, version: int) -> _Entry:
+    def _refresh(self, session: Session, account_id: int, version: int) -> _Entry:
+        with self._flights[account_id % FLIGHT_LOCKS]:
+            entry = self._get(account_id)
+            if entry is not None and entry.version >= version:
+                return entry  # brought up to date by the request this one waited for
+            if entry is not None:
+                feed = searchfeed.changed_since(session, account_id, entry.version, version)
+                if feed is not None:
+                    self._catch_up(session, account_id, entry, *feed)
+                    return entry
+            return self._build(session, account_id, version)
+
+    def _catch_up(self, session: Session, account_id: int, entry: _Entry, newest: int, ids: set[str]) -> None:
+        rows = session.execute(select(*INDEXED).where(Link.account_id == account_id, Link.id.in_(ids))) if ids else ()
+        with entry.lock:
+            _refresh_links(entry.index, ids, rows)
+            entry.version = max(entry.version, newest)
+        self._resize(account_id, entry)
+
+    def _build(self, session: Session, account_id: int, version: int) -> _Entry:
         index = SearchIndex()
         for link in session.execute(select(*INDEXED).where(Link.account_id == account_id)):
             index_link(index, link)
+        index.shrink_to_fit()
         entry = _Entry(version, index)
-        with self._lock:
-            self._entries[account_id] = entry
-            self._entries.move_to_end(account_id)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+        self.builds += 1
+        self._store(account_id, entry)
         return entry
+
+    def _store(self, account_id: int, entry: _Entry) -> None:
+        with self._lock:
+            old = self._entries.pop(account_id, None)
+            self._bytes -= old.bytes if old is not None else 0
+            if entry.bytes > self.budget_bytes:
+                # Served once and dropped: keeping it would push out every other account's index.
+                log.warning(
+                    "search index of account %s (%d bytes) exceeds SLUGLINE_SEARCH_MEMORY_MB", account_id, entry.bytes
+                )
+                return
+            self._entries[account_id] = entry
+            self._bytes += entry.bytes
+            self._evict()
+
+    def _resize(self, account_id: int, entry: _Entry) -> None:
+        size = entry.index.memory_bytes()
+        with self._lock:
+            if self._entries.get(account_id) is not entry:
+                return  # evicted or replaced meanwhile: not counted
+            self._bytes += size - entry.bytes
+            entry.bytes = size
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drops least recently used indexes until the budget holds (caller holds `_lock`)."""
+        while self._bytes > self.budget_bytes and self._entries:
+            _, old = self._entries.popitem(last=False)
+            self._bytes -= old.bytes
+
+
+def _refresh_links(index: SearchIndex, ids: set[str], rows: Iterable[Any]) -> None:
+    """Re-index the links `ids` from their current rows; those without a row were deleted."""
+    present = set()
+    for row in rows:
+        index_link(index, row)
+        present.add(row.id)
+    for link_id in ids - present:
+        index.remove(link_id)

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous /analyze per IP")
     rate_limit_login: int = Field(default=10, ge=1, description="login attempts per minute per IP and username")
     rate_limit_unlock: int = Field(default=10, ge=1, description="password-link attempts per minute per IP and link")
+    # Bytes of search indexes each worker keeps (least recently searched accounts are dropped first).
+    search_memory_mb: int = Field(default=256, ge=1, description="search index memory per worker, MiB")
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     click_flush_max: int = Field(default=1000, ge=1, le=1000)
     # PostgreSQL connections per worker: the pool, and how many more may be opened at a peak.

@@ -9,7 +9,7 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from slugline import _core
+from slugline import _core, searchfeed
 from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound
@@ -59,14 +59,17 @@ def _guard_visibility(caller: Caller, data: Any) -> None:
         raise Forbidden("a public-only key cannot make a link private or password-protected")
 
 
-def _bump(session: Session, account_id: int) -> int:
+def _bump(session: Session, account_id: int, link_id: str) -> int:
+    """The account's next links version, with the change-feed row other workers read, in this transaction."""
     stmt = (
         update(Account)
         .where(Account.id == account_id)
         .values(links_version=Account.links_version + 1)
         .returning(Account.links_version)
     )
-    return int(session.execute(stmt).scalar_one())
+    version = int(session.execute(stmt).scalar_one())
+    searchfeed.record(session, account_id, version, link_id)
+    return version
 
 
 def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
@@ -108,7 +111,7 @@ def _insert(rt: Runtime, caller: Caller, link: Link) -> int | None:
         with rt.db.session() as session:
             session.add(link)
             session.flush()
-            return _bump(session, caller.account_id)
+            return _bump(session, caller.account_id, link.id)
     except IntegrityError:
         return None
 
@@ -165,7 +168,7 @@ def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[st
                 setattr(link, name, [] if name == "hashtags" and value is None else value)
             link.updated_at = utcnow()
             session.flush()
-            version = _bump(session, caller.account_id)
+            version = _bump(session, caller.account_id, link.id)
     except IntegrityError:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     events.link_saved(rt, caller.account_id, version, link, old_slug)
@@ -191,6 +194,6 @@ def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
         slug = link.slug
         session.delete(link)
         session.flush()
-        version = _bump(session, caller.account_id)
+        version = _bump(session, caller.account_id, link_id)
     events.link_deleted(rt, caller.account_id, version, link_id, slug)
     return {"deleted": True, "id": link_id}
