@@ -1,8 +1,9 @@
 """The one module that knows every interface: it assembles the ASGI application Granian serves.
 
 Outside in: the trusted-proxy wrapper (when configured), the redirect layer answering `/{slug}`, then FastAPI with
-the rate-limit middleware, the REST API under /api/v1 and the MCP endpoint at /mcp. The lifespan starts the
-runtime, the MCP session manager and the click flusher in every worker, and flushes clicks on the way out.
+the rate-limit middleware, the REST API under /api/v1, the MCP endpoint at /mcp and the web dashboard at `/` and
+`/app/...`. The lifespan starts the runtime, the MCP session manager and the click flusher in every worker, and
+flushes clicks on the way out.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.routing import Route
 from slugline import __version__
 from slugline.api import API_PREFIX, routers
 from slugline.clicks.buffer import recording
+from slugline.dashboard import install as install_dashboard
 from slugline.errors import ServiceError, describe_validation
 from slugline.mcp import McpEndpoint
 from slugline.redirects.layer import RedirectLayer
@@ -90,6 +92,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself.
     app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     install_error_handlers(app)
+    install_dashboard(app)  # `/` and `/app/...`: pages for people, with HTML error pages of their own
     app.add_middleware(RateLimitMiddleware)
     app.add_middleware(DatabaseGuard)  # outside the rate limits: their caller lookup reads the database
     return app

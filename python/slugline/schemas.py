@@ -219,6 +219,13 @@ class Login(_Strict):
     password: str = Field(max_length=MAX_PASSWORD)
 
 
+class PasswordChange(_Strict):
+    current_password: str = Field(max_length=MAX_PASSWORD, description="The account's password now")
+    new_password: str = Field(
+        min_length=MIN_PASSWORD, max_length=MAX_PASSWORD, description=f"At least {MIN_PASSWORD} characters"
+    )
+
+
 class KeyRequest(_Strict):
     scope: KeyScope = Field(description="full: every link; public: only public and unlisted links")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, cast
@@ -13,10 +14,10 @@ from sqlalchemy.orm import Session
 from slugline import _core
 from slugline.caller import Caller, Scope
 from slugline.clock import as_utc, isoformat, utcnow
-from slugline.errors import Conflict, Forbidden, NotFound, Unauthorized
+from slugline.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from slugline.models import Account, ApiKey, SessionToken
 from slugline.runtime import Runtime
-from slugline.schemas import Credentials, Login
+from slugline.schemas import Credentials, Login, PasswordChange
 from slugline.services.validation import parse
 from slugline.settings import PLAN_RANK
 
@@ -91,6 +92,33 @@ def login(rt: Runtime, data: Any) -> dict[str, Any]:
         return _new_session(rt, session, account)
 
 
+def logout(rt: Runtime, caller: Caller, digest: str) -> dict[str, Any]:
+    """Revoke the session token the call was made with (`digest` is its keyed hash): it is refused from now on."""
+    if caller.scope != "session":
+        raise Forbidden("only a session token can be logged out; revoke an API key with DELETE /api-key")
+    with rt.db.session() as session:
+        session.execute(
+            delete(SessionToken).where(SessionToken.token_hash == digest, SessionToken.account_id == caller.account_id)
+        )
+    return {"logged_out": True}
+
+
+def change_password(rt: Runtime, caller: Caller, data: Any, keep_digest: str | None = None) -> None:
+    """A new password for the caller's account, given the current one. Every other session is signed out (the one
+    whose keyed hash is `keep_digest` stays); API keys are untouched, they are revoked on their own."""
+    body = parse(PasswordChange, data)
+    with rt.db.session() as session:
+        account = session.get_one(Account, caller.account_id)
+        if not _core.verify_password(body.current_password, account.password_hash):
+            raise Invalid("current_password is not this account's password")
+        account.password_hash = _core.hash_password(body.new_password)
+        session.execute(
+            delete(SessionToken).where(
+                SessionToken.account_id == account.id, SessionToken.token_hash != (keep_digest or "")
+            )
+        )
+
+
 def set_plan(rt: Runtime, username: str, plan: str) -> None:
     if plan not in PLAN_RANK:
         raise ValueError(f"plan must be one of {', '.join(PLAN_RANK)}")
@@ -140,6 +168,13 @@ def require_plan(caller: Caller) -> None:
     """The plan gate for every call made with an API key (REST and MCP): developer or pro."""
     if PLAN_RANK.get(caller.plan, 0) < PLAN_RANK["developer"]:
         raise Forbidden(f"API access needs the developer plan or higher (this account is on '{caller.plan}')")
+
+
+def as_owner(caller: Caller) -> Caller:
+    """The owner signed in to the dashboard acts on the account's links with full access, after the same plan gate
+    as every API key: the web pages follow the API's plan rule."""
+    require_plan(caller)
+    return replace(caller, scope="full")
 
 
 def require_api_key(caller: Caller) -> None:

@@ -23,7 +23,8 @@ from slugline.services.validation import parse, without_nulls
 TOP_LINKS = 10
 
 
-def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any]) -> dict[str, Any]:
+def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None) -> dict[str, Any]:
+    """The account's figures, or with `link_id` one link's (its page in the dashboard): 404 for a hidden link."""
     params = parse(AnalyticsParams, without_nulls(data))
     source = (params.source or "").strip().lower() or None
     last = utcnow().date()
@@ -31,6 +32,10 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any]) -> dict[str
     conds: list[ColumnElement[bool]] = [*visible(caller), ClickDaily.day >= first, ClickDaily.device != "bot"]
     if source is not None:
         conds.append(ClickDaily.source == source)
+    if link_id is not None:
+        with rt.db.session() as session:
+            link_id = find_link(session, caller, link_id).id
+        conds.append(ClickDaily.link_id == link_id)
 
     def rollup(*columns: Any) -> Select[Any]:
         total = func.sum(ClickDaily.clicks).label("n")
@@ -49,7 +54,7 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any]) -> dict[str
             .order_by(func.sum(ClickDaily.clicks).desc(), Link.id)
             .limit(TOP_LINKS)
         ).all()
-        unique = _unique_visitors(session, caller, first, source)
+        unique = _unique_visitors(session, caller, first, source, link_id)
     series = [
         {"date": (first + timedelta(days=i)).isoformat(), "clicks": per_day.get(first + timedelta(days=i), 0)}
         for i in range(params.days)
@@ -70,7 +75,7 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any]) -> dict[str
     }
 
 
-def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | None) -> int:
+def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | None, link_id: str | None) -> int:
     since = datetime.combine(first, time.min, tzinfo=UTC)
     stmt = (
         select(func.count(func.distinct(Click.visitor)))
@@ -79,6 +84,8 @@ def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | Non
     )
     if source is not None:
         stmt = stmt.where(Click.source == source)
+    if link_id is not None:
+        stmt = stmt.where(Click.link_id == link_id)
     return int(session.scalar(stmt) or 0)
 
 

@@ -1,0 +1,85 @@
+"""Signing in, creating an account and signing out: the same service functions and rate limits as /auth."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from slugline.dashboard.pages import field_errors, read_form, redirect, render
+from slugline.dashboard.session import check_csrf, clear_session, set_session, visitor
+from slugline.errors import ServiceError
+from slugline.services import accounts, limits
+from slugline.web.request import client_ip
+
+router = APIRouter(include_in_schema=False)
+FIELDS = ("username", "password")
+HOME = "/app/"
+
+
+@router.get("/")
+@router.get("/app")
+async def root(request: Request) -> Response:
+    who = await visitor(request)
+    return redirect(HOME if who.caller else "/app/login")
+
+
+@router.get("/app/login")
+async def login_form(request: Request) -> Response:
+    who = await visitor(request)
+    if who.caller:
+        return redirect(HOME)
+    return render(request, who, "signin.html", mode="login", username="")
+
+
+@router.get("/app/register")
+async def register_form(request: Request) -> Response:
+    who = await visitor(request)
+    if who.caller:
+        return redirect(HOME)
+    return render(request, who, "signin.html", mode="register", username="")
+
+
+@router.post("/app/login")
+async def login(request: Request) -> Response:
+    return await _sign_in(request, "login")
+
+
+@router.post("/app/register")
+async def register(request: Request) -> Response:
+    return await _sign_in(request, "register")
+
+
+async def _sign_in(request: Request, mode: str) -> Response:
+    who = await visitor(request)
+    form = await read_form(request)
+    check_csrf(who, form)
+    data = {"username": form.get("username", ""), "password": form.get("password", "")}
+    rt, ip = who.rt, client_ip(request.scope)
+    try:
+        if mode == "login":
+            await limits.check_login(rt, ip, data["username"])
+            made = await run_in_threadpool(accounts.login, rt, data)
+        else:
+            made = await run_in_threadpool(accounts.register, rt, data)
+    except ServiceError as exc:
+        errors = field_errors(exc.message, FIELDS)
+        return render(request, who, "signin.html", exc.status, mode=mode, username=data["username"], errors=errors)
+    response = redirect(HOME)
+    set_session(request, response, made["token"])
+    return response
+
+
+@router.post("/app/logout")
+async def logout(request: Request) -> Response:
+    """Revokes the session in the database, not only the cookie: a copied cookie stops working too."""
+    who = await visitor(request)
+    response = redirect("/app/login")
+    if who.caller is None or who.digest is None:
+        clear_session(request, response)
+        return response
+    check_csrf(who, await read_form(request))
+    await run_in_threadpool(accounts.logout, who.rt, who.caller, who.digest)
+    clear_session(request, response)
+    return response

@@ -1,0 +1,120 @@
+"""Creating, editing and deleting a link from forms: the form becomes the body `POST`/`PUT /links` take, and the
+service's messages appear next to the fields they name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from slugline.dashboard.links import link_or_404
+from slugline.dashboard.pages import field_errors, read_form, redirect, render
+from slugline.dashboard.session import check_csrf, visitor
+from slugline.errors import ServiceError
+from slugline.services import links
+from slugline.visibility import Visibility
+
+router = APIRouter(include_in_schema=False)
+TEXT_FIELDS = ("title", "description", "note")
+FIELDS = ("destination_url", "slug", *TEXT_FIELDS, "hashtags", "visibility", "password", "auto_meta")
+VISIBILITIES = [v.value for v in Visibility]
+
+
+def hashtags_of(text: str) -> list[str]:
+    """The "Hashtags" field: comma-separated (the service strips '#', lowercases and de-duplicates)."""
+    return [tag.strip() for tag in text.split(",") if tag.strip()]
+
+
+def create_body(form: dict[str, str]) -> dict[str, Any]:
+    """Fields left blank are not sent, so the service's defaults apply (a generated slug, public)."""
+    body: dict[str, Any] = {"destination_url": form.get("destination_url", "")}
+    for name in ("slug", *TEXT_FIELDS, "visibility", "password"):
+        if form.get(name):
+            body[name] = form[name]
+    if tags := hashtags_of(form.get("hashtags", "")):
+        body["hashtags"] = tags
+    body["auto_meta"] = "auto_meta" in form
+    return body
+
+
+def update_body(form: dict[str, str]) -> dict[str, Any]:
+    """Every field is sent: a blank text field or hashtags clears it; a blank slug or password keeps the old one."""
+    body: dict[str, Any] = {"destination_url": form.get("destination_url", ""), "visibility": form.get("visibility")}
+    for name in ("slug", "password"):
+        if form.get(name):
+            body[name] = form[name]
+    for name in TEXT_FIELDS:
+        body[name] = form.get(name) or None
+    body["hashtags"] = hashtags_of(form.get("hashtags", "")) or None
+    return body
+
+
+def _form_values(link: dict[str, Any]) -> dict[str, str]:
+    values = {name: link.get(name) or "" for name in ("destination_url", "slug", *TEXT_FIELDS, "visibility")}
+    values["hashtags"] = ", ".join(link.get("hashtags") or ())
+    return values
+
+
+def _form_page(request: Request, who: Any, status: int = 200, **context: Any) -> Response:
+    return render(request, who, "link_form.html", status, visibilities=VISIBILITIES, **context)
+
+
+@router.get("/app/links/new")
+async def new_form(request: Request) -> Response:
+    who = await visitor(request)
+    who.owner()
+    return _form_page(request, who, link=None, values={"visibility": "public"})
+
+
+@router.post("/app/links/new")
+async def create(request: Request) -> Response:
+    who = await visitor(request)
+    caller = who.owner()
+    form = await read_form(request)
+    check_csrf(who, form)
+    try:
+        made = await run_in_threadpool(links.create_link, who.rt, caller, create_body(form))
+    except ServiceError as exc:
+        errors = field_errors(exc.message, FIELDS)
+        return _form_page(request, who, exc.status, link=None, values=form, errors=errors)
+    return redirect(f"/app/links/{made['id']}")
+
+
+@router.get("/app/links/{link_id}/edit")
+async def edit_form(request: Request, link_id: str) -> Response:
+    who = await visitor(request)
+    link = await link_or_404(who, link_id)
+    return _form_page(request, who, link=link, values=_form_values(link))
+
+
+@router.post("/app/links/{link_id}/edit")
+async def update(request: Request, link_id: str) -> Response:
+    who = await visitor(request)
+    link = await link_or_404(who, link_id)
+    form = await read_form(request)
+    check_csrf(who, form)
+    try:
+        await run_in_threadpool(links.update_link, who.rt, who.owner(), link_id, update_body(form))
+    except ServiceError as exc:
+        errors = field_errors(exc.message, FIELDS)
+        return _form_page(request, who, exc.status, link=link, values=form, errors=errors)
+    return redirect(f"/app/links/{link_id}")
+
+
+@router.get("/app/links/{link_id}/delete")
+async def delete_form(request: Request, link_id: str) -> Response:
+    who = await visitor(request)
+    link = await link_or_404(who, link_id)
+    return render(request, who, "delete.html", link=link)
+
+
+@router.post("/app/links/{link_id}/delete")
+async def delete(request: Request, link_id: str) -> Response:
+    who = await visitor(request)
+    await link_or_404(who, link_id)
+    check_csrf(who, await read_form(request))
+    await run_in_threadpool(links.delete_link, who.rt, who.owner(), link_id)
+    return redirect("/app/links")

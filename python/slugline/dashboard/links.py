@@ -1,0 +1,89 @@
+"""The links table, a link's page (fields, QR code, clicks chart, devices, sources, latest clicks) and its QR images:
+`services.links`, `services.analytics` and `services.qr`, as `GET /links`, `/analytics` and `/qr` use them."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from slugline.dashboard.charts import clicks_chart
+from slugline.dashboard.pages import render
+from slugline.dashboard.session import PageError, visitor
+from slugline.errors import ServiceError
+from slugline.schemas import ListParams
+from slugline.services import analytics, links, qr
+
+router = APIRouter(include_in_schema=False)
+PER_PAGE = 20
+LIST_KEYS = tuple(ListParams.model_fields)  # q, page, per, sort, dir: the query string of GET /links
+LATEST_CLICKS = 10
+QR_PREVIEW_SIZE = 256
+
+
+@router.get("/app/")
+@router.get("/app/links")
+async def list_page(request: Request) -> Response:
+    who = await visitor(request)
+    caller = who.owner()
+    query: dict[str, Any] = {k: v for k, v in request.query_params.items() if k in LIST_KEYS and v != ""}
+    query.setdefault("per", PER_PAGE)
+    errors: dict[str, str] = {}
+    try:
+        found = await run_in_threadpool(links.list_links, who.rt, caller, query)
+    except ServiceError as exc:  # a bad sort or page: the table is empty and the message says why
+        errors[""] = exc.message
+        found = {"data": [], "pagination": {"page": 1, "per": PER_PAGE, "total": 0, "pages": 0}}
+    status = 422 if errors else 200
+
+    def page_link(page: int) -> str:
+        return "?" + urlencode({**query, "page": page})
+
+    return render(request, who, "links.html", status, found=found, query=query, errors=errors, page_link=page_link)
+
+
+async def link_or_404(who: Any, link_id: str) -> dict[str, Any]:
+    try:
+        found: dict[str, Any] = await run_in_threadpool(links.get_link, who.rt, who.owner(), link_id)
+    except ServiceError as exc:
+        raise PageError(exc.status, exc.message) from None
+    return found
+
+
+@router.get("/app/links/{link_id}")
+async def link_page(request: Request, link_id: str) -> Response:
+    who = await visitor(request)
+    link = await link_or_404(who, link_id)
+    caller = who.owner()
+    days = request.query_params.get("days") or "30"
+    try:
+        stats = await run_in_threadpool(analytics.get_analytics, who.rt, caller, {"days": days}, link_id)
+    except ServiceError as exc:
+        raise PageError(exc.status, exc.message) from None
+    latest = await run_in_threadpool(analytics.list_clicks, who.rt, caller, link_id, {"per": LATEST_CLICKS})
+    chart = clicks_chart(stats["clicks"], f"Clicks per day of /{link['slug']}")
+    return render(request, who, "link.html", link=link, stats=stats, latest=latest["data"], chart=chart)
+
+
+@router.get("/app/links/{link_id}/qr.{fmt}")
+async def qr_image(request: Request, link_id: str, fmt: str) -> Response:
+    """The QR preview and its downloads; `?download=1` saves it as a file named after the slug."""
+    who = await visitor(request)
+    link = await link_or_404(who, link_id)
+    params = {"format": fmt, "size": request.query_params.get("size") or QR_PREVIEW_SIZE}
+    try:
+        body, media_type = await run_in_threadpool(qr.qr_code, who.rt, who.owner(), link_id, params)
+    except ServiceError as exc:
+        raise PageError(exc.status, exc.message) from None
+    headers = {
+        "Cache-Control": "private, no-store",
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "default-src 'none'",
+    }
+    if request.query_params.get("download"):
+        headers["Content-Disposition"] = f'attachment; filename="{link["slug"]}.{fmt}"'
+    return Response(body, media_type=media_type, headers=headers)

@@ -1,0 +1,196 @@
+"""The dashboard in a real Chromium against a real `slugline serve`: from nothing to a key and a link with a chart,
+as a person does it, finding every element by its label or role."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from tests.dashboard.browser import DESKTOP, PHONE, chromium, require_browser
+from tests.dashboard.pages import PASSWORD
+from tests.e2e.server import Server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    require_browser()
+    tmp = tmp_path_factory.mktemp("dashboard")
+    # Each test signs up through the form: more than the default registrations an address may make in an hour.
+    running = Server(f"sqlite:///{tmp}/dashboard.db", env_extra={"SLUGLINE_RATE_LIMIT_REGISTER": "100"}).start(tmp)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(server: Server) -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport=DESKTOP)
+    context.set_default_timeout(15_000)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def until(check: Callable[[], Any], what: str, deadline: float = 20.0) -> Any:
+    end = time.monotonic() + deadline
+    while not (found := check()):
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.2)
+    return found
+
+
+def sign_up(page: Page, server: Server) -> str:
+    name = f"b{uuid.uuid4().hex[:10]}"
+    page.goto(f"{server.url}/")
+    assert page.url.endswith("/app/login")
+    page.get_by_role("link", name="Create an account").click()
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    page.wait_for_url(f"{server.url}/app/")
+    return name
+
+
+def create_link(page: Page, server: Server, **fields: str) -> str:
+    """Fill the form (labels as keys, e.g. Destination URL); returns the new link's id from its page's URL."""
+    page.goto(f"{server.url}/app/links/new")
+    for label, value in fields.items():
+        if label == "Visibility":
+            page.get_by_label("Visibility").select_option(label=value)
+        else:
+            page.get_by_label(label, exact=True).fill(value)
+    page.get_by_role("button", name="Create link").click()
+    page.wait_for_url(re.compile(r".*/app/links/lnk_\w+$"))
+    return page.url.rsplit("/", 1)[1]
+
+
+def test_newcomer_gets_from_nothing_to_a_key_and_a_link_with_a_chart(page: Page, server: Server) -> None:
+    name = sign_up(page, server)
+    # A new account is on the free plan: the pages say which plan gives access, as the API answers 403.
+    assert "developer plan" in page.get_by_role("alert").inner_text()
+    page.get_by_role("navigation").get_by_role("link", name="Settings").click()
+    assert "developer plan" in page.get_by_role("status").inner_text()
+    server.cli("accounts", "set-plan", name, "developer")
+
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(f"{server.url}/app/login")
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{server.url}/app/")
+
+    link_id = create_link(
+        page,
+        server,
+        **{"Destination URL": "https://doc.rust-lang.org/book/", "Slug": f"book-{name}", "Title": "The Rust Book"},
+        Hashtags="rust, books",
+    )
+    secret_id = create_link(
+        page,
+        server,
+        **{"Destination URL": "https://example.com/secret", "Slug": f"sec-{name}", "Visibility": "Password"},
+        Password="open sesame",
+    )
+    assert page.get_by_text("password", exact=True).is_visible()
+
+    page.goto(f"{server.url}/app/links")
+    page.get_by_label("Search").fill("rust #books")
+    page.get_by_label("Search").press("Enter")
+    rows = page.get_by_role("row").filter(has=page.get_by_role("link", name=f"book-{name}"))
+    assert rows.count() == 1
+    assert page.get_by_role("link", name=f"sec-{name}").count() == 0
+
+    for agent in ("Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0", "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0)"):
+        res = httpx.get(f"{server.url}/book-{name}", headers={"User-Agent": agent}, follow_redirects=False)
+        assert res.status_code == 302
+
+    def chart_with_clicks() -> str | None:
+        page.goto(f"{server.url}/app/links/{link_id}")
+        label = page.get_by_role("img", name=re.compile(r"^Clicks per day")).get_attribute("aria-label") or ""
+        return label if ": 2 clicks" in label else None
+
+    until(chart_with_clicks, "the two clicks in the chart")
+    qr = page.get_by_role("img", name=re.compile(r"^QR code"))
+    assert qr.evaluate("img => img.complete && img.naturalWidth") > 0
+    assert page.get_by_role("cell", name="mobile").count() >= 1  # devices and the latest clicks
+
+    page.get_by_role("navigation").get_by_role("link", name="Settings").click()
+    page.get_by_role("button", name="Generate full-access key").click()
+    full = page.get_by_label("New API key").input_value()
+    assert full.startswith("svc_live_")
+    page.get_by_role("button", name="Generate public-only key").click()
+    public = page.get_by_label("New API key").input_value()
+    assert public.startswith("svc_pub_")
+
+    api = f"{server.url}/api/v1"
+    listed = httpx.get(f"{api}/links", headers={"Authorization": f"Bearer {full}"}).json()
+    assert {link["id"] for link in listed["data"]} == {link_id, secret_id}
+    listed = httpx.get(f"{api}/links", headers={"Authorization": f"Bearer {public}"}).json()
+    assert [link["id"] for link in listed["data"]] == [link_id]
+
+    page.get_by_role("button", name="Revoke public-only key").click()
+    assert httpx.get(f"{api}/me", headers={"Authorization": f"Bearer {public}"}).status_code == 401
+    assert httpx.get(f"{api}/me", headers={"Authorization": f"Bearer {full}"}).status_code == 200
+
+    session = next(c["value"] for c in page.context.cookies() if c["name"] == "slugline_session")
+    assert httpx.get(f"{api}/me", headers={"Authorization": f"Bearer {session}"}).status_code == 200
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(f"{server.url}/app/login")
+    assert httpx.get(f"{api}/me", headers={"Authorization": f"Bearer {session}"}).status_code == 401
+
+
+def test_a_form_posted_without_its_csrf_token_is_refused(page: Page, server: Server) -> None:
+    name = sign_up(page, server)
+    server.cli("accounts", "set-plan", name, "developer")
+    form: dict[str, str | float | bool] = {"destination_url": "https://example.com/forged", "visibility": "public"}
+    refused = page.request.post(f"{server.url}/app/links/new", form=form, max_redirects=0)
+    assert refused.status == 403
+    page.goto(f"{server.url}/app/links")
+    assert page.get_by_text("No links yet").is_visible()
+
+
+def test_link_form_errors_appear_next_to_their_field(page: Page, server: Server) -> None:
+    name = sign_up(page, server)
+    server.cli("accounts", "set-plan", name, "developer")
+    page.goto(f"{server.url}/app/links/new")
+    page.get_by_label("Destination URL").fill("ftp://example.com/file")
+    page.get_by_label("Slug").fill("api")
+    page.get_by_role("button", name="Create link").click()
+    described = page.get_by_label("Destination URL").get_attribute("aria-describedby") or ""
+    message = page.locator(f"#{described.split()[-1]}").inner_text()
+    assert "http(s)" in message
+    assert page.get_by_label("Destination URL").get_attribute("aria-invalid") == "true"
+
+
+@pytest.mark.parametrize("path", ["/app/links", "/app/analytics", "/app/settings"])
+def test_pages_fit_a_phone_and_start_with_a_skip_link(browser: Browser, server: Server, path: str) -> None:
+    context = browser.new_context(viewport=PHONE)
+    try:
+        page = context.new_page()
+        name = sign_up(page, server)
+        server.cli("accounts", "set-plan", name, "developer")
+        page.goto(f"{server.url}{path}")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    finally:
+        context.close()
