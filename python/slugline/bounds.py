@@ -30,6 +30,10 @@ MAX_SOURCE = 255
 MAX_REFERRER = 255
 MAX_BROWSER = 32
 MAX_OS = 32
+# What a buffered click keeps of its raw headers, cut when it is recorded: a User-Agent is only classified (real
+# ones are far shorter), and of a referrer only the host is stored (scheme, host and port fit well within this).
+MAX_CLICK_USER_AGENT = 512
+MAX_CLICK_REFERRER = 512
 
 # QR images
 MIN_QR_SIZE, MAX_QR_SIZE = 64, 2048

@@ -19,6 +19,12 @@ class BadRequest(ServiceError):
     status = 400
 
 
+class RequestTimeout(ServiceError):
+    """The client did not send its whole body within `body_timeout_seconds`: a slow body must not hold a worker."""
+
+    status = 408
+
+
 class PayloadTooLarge(ServiceError):
     status = 413
 

@@ -12,7 +12,7 @@ import ipaddress
 import re
 import socket
 import ssl
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
@@ -32,6 +32,7 @@ TIMEOUT = 5.0  # seconds for the whole fetch, redirects included
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _REDIRECTS = (301, 302, 303, 307, 308)
+WEB_PORTS = frozenset({80, 443})  # a page's metadata lives on a web port; others are databases, caches, admin APIs
 # Not all of these are caught by `is_global` on every Python patch release, so name them outright.
 _BLOCKED = tuple(ipaddress.ip_network(n) for n in ("0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "64:ff9b:1::/48"))
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -139,13 +140,17 @@ def _parse_url(url: str) -> _Target:
     return _Target(url, scheme, host, port, path, host_header)
 
 
-async def _checked_addresses(target: _Target, allow_networks: Sequence[IPNetwork]) -> list[IPAddress]:
+async def _checked_addresses(target: _Target, opts: _Options) -> list[IPAddress]:
     literal = _literal_ip(target.host)
     addrs = [literal] if literal is not None else await _resolve(target.host, target.port)
     if not addrs:
         raise socket.gaierror("no addresses")
     for addr in addrs:
-        check_address(addr, allow_networks)
+        check_address(addr, opts.allow_networks)
+        # Networks allowed outright (loopback, for tests) are trusted on any port.
+        if target.port not in opts.ports and not any(addr in net for net in opts.allow_networks):
+            allowed = ", ".join(str(p) for p in sorted(opts.ports))
+            raise UnsafeURLError(f"url port {target.port} is not allowed (allowed ports: {allowed})")
     return addrs
 
 
@@ -269,10 +274,11 @@ class _Options(NamedTuple):
     max_redirects: int
     user_agent: str
     ssl_context: ssl.SSLContext | None
+    ports: Collection[int]
 
 
 async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
-    addrs = await _checked_addresses(target, opts.allow_networks)
+    addrs = await _checked_addresses(target, opts)
     for hop in range(opts.max_redirects + 1):
         status, headers, body = await _get(target, addrs, opts)
         meta.final_url, meta.status, meta.content_type = target.url, status, headers.get("content-type")
@@ -292,7 +298,7 @@ async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
             return
         try:
             target = _parse_url(next_url)
-            addrs = await _checked_addresses(target, opts.allow_networks)
+            addrs = await _checked_addresses(target, opts)
         except UnsafeURLError as exc:
             raise UnsafeURLError(f"url redirects to a refused location: {exc}") from None
         meta.redirects.append(target.url)
@@ -307,13 +313,15 @@ async def fetch_metadata(
     max_redirects: int = MAX_REDIRECTS,
     user_agent: str = USER_AGENT,
     ssl_context: ssl.SSLContext | None = None,
+    ports: Collection[int] = WEB_PORTS,
 ) -> PageMeta:
     """Preview metadata of `url`. Raises UnsafeURLError for refused URLs; network trouble is in the result."""
     target = _parse_url(url)
     meta = PageMeta(url=url)
     try:
         async with asyncio.timeout(timeout):
-            await _follow(meta, target, _Options(allow_networks, max_bytes, max_redirects, user_agent, ssl_context))
+            opts = _Options(allow_networks, max_bytes, max_redirects, user_agent, ssl_context, ports)
+            await _follow(meta, target, opts)
     except TimeoutError:
         meta.reachable, meta.fetch_error = False, f"timed out after {timeout:g} s"
     except (OSError, httpcore.NetworkError, httpcore.TimeoutException, httpcore.ProtocolError) as exc:

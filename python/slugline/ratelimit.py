@@ -1,4 +1,5 @@
-"""Token-bucket rate limits: capacity `per_minute`, refilled at `per_minute / 60` tokens a second.
+"""Token-bucket rate limits: capacity `per_minute`, refilled at `per_minute / 60` tokens a second (or, with
+`period`, `per_minute` tokens every `period` seconds: registrations are counted per hour).
 
 `MemoryRateLimiter` serves one process; `RedisRateLimiter` shares buckets between workers and hosts,
 doing the whole read-refill-take step in one Lua script on Redis's clock.
@@ -37,19 +38,21 @@ class Decision:
 
 
 class RateLimiter(Protocol):
-    async def hit(self, key: str, per_minute: int, cost: int = 1) -> Decision: ...
+    async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision: ...
 
 
-def _check(per_minute: int, cost: int) -> None:
+def _check(per_minute: int, cost: int, period: float) -> None:
     if per_minute < 1:
         raise ValueError("per_minute must be at least 1")
     if cost < 0:
         raise ValueError("cost must not be negative")
+    if period <= 0:
+        raise ValueError("period must be positive")
 
 
-def _decide(allowed: bool, tokens: float, per_minute: int, cost: int) -> Decision:
+def _decide(allowed: bool, tokens: float, per_minute: int, cost: int, period: float) -> Decision:
     """Turn a bucket's level after the hit into the numbers clients see."""
-    rate = per_minute / 60.0
+    rate = per_minute / period
     # The small epsilon keeps float noise (59.99999 tokens) from rounding a wait up a whole second.
     reset = math.ceil(max(0.0, per_minute - tokens) / rate - 1e-9)
     retry_after = 0 if allowed else max(1, math.ceil((cost - tokens) / rate - 1e-9))
@@ -65,12 +68,12 @@ class MemoryRateLimiter:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, updated at)
         self._lock = threading.Lock()
 
-    async def hit(self, key: str, per_minute: int, cost: int = 1) -> Decision:
-        _check(per_minute, cost)
+    async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision:
+        _check(per_minute, cost, period)
         with self._lock:
             now = self._clock()
             tokens, updated = self._buckets.pop(key, (float(per_minute), now))
-            tokens = min(float(per_minute), tokens + max(0.0, now - updated) * per_minute / 60.0)
+            tokens = min(float(per_minute), tokens + max(0.0, now - updated) * per_minute / period)
             allowed = tokens >= cost
             if allowed:
                 tokens -= cost
@@ -78,29 +81,31 @@ class MemoryRateLimiter:
                 self._buckets[key] = (tokens, now)
                 if len(self._buckets) > self._max_keys:
                     self._buckets.popitem(last=False)
-        return _decide(allowed, tokens, per_minute, cost)
+        return _decide(allowed, tokens, per_minute, cost, period)
 
     def __len__(self) -> int:
         return len(self._buckets)
 
 
-# KEYS[1] bucket; ARGV per_minute, cost. Returns {allowed, tokens as a string (Lua numbers would be truncated)}.
+# KEYS[1] bucket; ARGV capacity, cost, period in microseconds.
+# Returns {allowed, tokens as a string (Lua numbers would be truncated)}.
 _SCRIPT = """
 local capacity = tonumber(ARGV[1])
 local cost = tonumber(ARGV[2])
+local period = tonumber(ARGV[3])
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000000 + tonumber(now_parts[2])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or capacity
 local at = tonumber(state[2]) or now
-tokens = math.min(capacity, tokens + math.max(0, now - at) * capacity / 60000000)
+tokens = math.min(capacity, tokens + math.max(0, now - at) * capacity / period)
 local allowed = 0
 if tokens >= cost then
   tokens = tokens - cost
   allowed = 1
 end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%d', now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) * 60000 / capacity) + 1000)
+redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) * period / 1000 / capacity) + 1000)
 return {allowed, string.format('%.17g', tokens)}
 """
 
@@ -117,10 +122,11 @@ class RedisRateLimiter:
     def from_url(cls, url: str, **kwargs: Any) -> RedisRateLimiter:
         return cls(redis.Redis.from_url(url), **kwargs)
 
-    async def hit(self, key: str, per_minute: int, cost: int = 1) -> Decision:
-        _check(per_minute, cost)
-        allowed, tokens = await self._script(keys=[self._prefix + key], args=[per_minute, cost])
-        return _decide(bool(allowed), float(tokens), per_minute, cost)
+    async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision:
+        _check(per_minute, cost, period)
+        args = [per_minute, cost, round(period * 1_000_000)]
+        allowed, tokens = await self._script(keys=[self._prefix + key], args=args)
+        return _decide(bool(allowed), float(tokens), per_minute, cost, period)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network, IPv6Network, ip_network
 
 from slugline.db import Database
+from slugline.gates import Gates
 from slugline.ratelimit import RateLimiter, make_rate_limiter
 from slugline.searchindex import SearchCache
 from slugline.settings import Settings
@@ -22,6 +23,7 @@ class Runtime:
     secret: bytes
     limiter: RateLimiter
     search: SearchCache = field(default_factory=SearchCache)
+    gates: Gates = field(default_factory=Gates)  # per-account caps on concurrent fetches and searches
     # Called with (slug, previous slug or None) after a link is saved or deleted in this worker.
     link_hooks: list[Callable[[str, str | None], None]] = field(default_factory=list)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -12,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Plan = Literal["free", "developer", "pro"]
 PLAN_RANK: dict[str, int] = {"free": 0, "developer": 1, "pro": 2}
+MIN_SECRET_BYTES = 32  # HMAC-SHA256 keys and cookie signatures are only as strong as the secret behind them
 
 
 class Settings(BaseSettings):
@@ -32,6 +34,19 @@ class Settings(BaseSettings):
     rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous /analyze per IP")
     rate_limit_login: int = Field(default=10, ge=1, description="login attempts per minute per IP and username")
     rate_limit_unlock: int = Field(default=10, ge=1, description="password-link attempts per minute per IP and link")
+    rate_limit_register: int = Field(default=5, ge=1, description="registrations per hour per IP")
+    rate_limit_password_hashes: int = Field(default=30, ge=1, description="argon2 hashes per minute per IP")
+    # Per account and worker: concurrent auto_meta fetches and concurrent expensive queries (search, q); past the cap
+    # a request waits up to `busy_wait_seconds` for a slot, then gets 429.
+    fetch_concurrency: int = Field(default=4, ge=1)
+    query_concurrency: int = Field(default=4, ge=1)
+    busy_wait_seconds: float = Field(default=2.0, ge=0, le=30)
+    # Ports the metadata fetcher may connect to (comma-separated).
+    fetch_ports: str = "80,443"
+    # Seconds a client has to send a request body (JSON or a password form) once the headers are in; then 408.
+    body_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    # Bytes of clicks buffered per worker before new ones are dropped (and counted in /health).
+    click_buffer_bytes: int = Field(default=64 << 20, ge=1 << 16)
     # Bytes of search indexes each worker keeps (least recently searched accounts are dropped first).
     search_memory_mb: int = Field(default=256, ge=1, description="search index memory per worker, MiB")
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
@@ -47,22 +62,51 @@ class Settings(BaseSettings):
             return None
         return Path(self.database_url[len(prefix) :])
 
+    def fetch_port_set(self) -> frozenset[int]:
+        try:
+            return frozenset(int(p) for p in self.fetch_ports.split(",") if p.strip())
+        except ValueError:
+            raise RuntimeError(f"SLUGLINE_FETCH_PORTS must list port numbers, not {self.fetch_ports!r}") from None
+
     def secret(self) -> bytes:
-        """The server secret: the setting, else a random one kept beside the SQLite file (made once)."""
-        if self.secret_key:
-            return self.secret_key.encode()
+        """The server secret: the setting, else a random one kept beside the SQLite file (made once). Raises
+        RuntimeError (the CLI exits 2) for a secret under `MIN_SECRET_BYTES`, whichever way it came."""
+        if self.secret_key is not None:
+            return _strong(self.secret_key.encode(), "SLUGLINE_SECRET_KEY")
         path = self.sqlite_path()
         if path is None:
             raise RuntimeError("SLUGLINE_SECRET_KEY must be set when the database is not SQLite")
         key_file = path.parent / "secret.key"
         key_file.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with key_file.open("x") as fh:  # exclusive create: two workers starting together agree on one key
-                fh.write(secrets.token_urlsafe(48))
-            key_file.chmod(0o600)
-        except FileExistsError:
-            pass
-        return key_file.read_text().strip().encode()
+        if not key_file.exists():
+            _create_key_file(key_file)
+        return _strong(key_file.read_text().strip().encode(), str(key_file))
+
+
+def _strong(secret: bytes, source: str) -> bytes:
+    if len(secret) < MIN_SECRET_BYTES:
+        raise RuntimeError(
+            f"the server secret from {source} is {len(secret)} bytes; it must be at least {MIN_SECRET_BYTES} "
+            f"(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)"
+        )
+    return secret
+
+
+def _create_key_file(key_file: Path) -> None:
+    """Written in full to a private temporary file, then linked into place: a reader sees the whole key or no
+    file, and of two workers starting together the first link wins and both read its key."""
+    tmp = key_file.with_name(f".{key_file.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(48))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, key_file)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @lru_cache(maxsize=1)

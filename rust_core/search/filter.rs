@@ -15,9 +15,13 @@ impl SearchIndex {
             FilterTerm::Substring(s) => (1, usize::MAX - s.len()),
         });
         let mut candidates: Option<Vec<u32>> = None;
-        for term in &terms {
+        for (i, term) in terms.iter().enumerate() {
             candidates = Some(match candidates {
-                Some(current) if current.len() * 16 < self.len() => self.check_each(term, current),
+                // Few candidates left: check the remaining terms on each, normalizing its text once.
+                Some(current) if current.len() * 16 < self.len() => {
+                    candidates = Some(self.check_each(&terms[i..], current));
+                    break;
+                }
                 current => self.intersect(self.scan(term, public_only), current),
             });
         }
@@ -45,14 +49,14 @@ impl SearchIndex {
                 // No word character at all ("-", "/"): only the full text can tell.
                 None => {
                     let all = (0..self.slots.len() as u32).filter(|&slot| self.visible(slot, public_only));
-                    out = self.check_each(term, all.collect());
+                    out = self.check_each(std::slice::from_ref(term), all.collect());
                 }
                 // A match of `text` contains a match of its longest word, inside one indexed word: the
                 // vocabulary yields the candidates and only text with separators needs a second look.
                 Some(word) => {
                     let mut seen = vec![false; self.slots.len()];
                     self.words.for_each_containing(&Finder::new(word), |_, postings| {
-                        for p in postings {
+                        for p in postings.iter() {
                             if !seen[p.slot as usize] && self.live(p.slot, p.generation(), public_only) {
                                 seen[p.slot as usize] = true;
                                 out.push(p.slot);
@@ -60,7 +64,7 @@ impl SearchIndex {
                         }
                     });
                     if word.len() != text.len() {
-                        out = self.check_each(term, out);
+                        out = self.check_each(std::slice::from_ref(term), out);
                     }
                 }
             },
@@ -77,21 +81,34 @@ impl SearchIndex {
         found.into_iter().filter(|&slot| mark[slot as usize]).collect()
     }
 
-    fn check_each(&self, term: &FilterTerm, current: Vec<u32>) -> Vec<u32> {
-        match term {
-            FilterTerm::Tag(tag) => current.into_iter().filter(|&slot| self.has_tag(slot, tag)).collect(),
-            FilterTerm::Substring(text) => {
-                let finder = Finder::new(text);
-                let mut scratch = String::new();
-                current
-                    .into_iter()
-                    .filter(|&slot| {
-                        self.normalized_text(slot, &mut scratch);
-                        finder.find(scratch.as_bytes()).is_some()
-                    })
-                    .collect()
-            }
-        }
+    /// The links of `current` matching every one of `terms`; a link's text is normalized once, when a
+    /// substring term first needs it.
+    fn check_each(&self, terms: &[FilterTerm], current: Vec<u32>) -> Vec<u32> {
+        let finders: Vec<Option<Finder<'_>>> = terms
+            .iter()
+            .map(|term| match term {
+                FilterTerm::Substring(text) => Some(Finder::new(text)),
+                FilterTerm::Tag(_) => None,
+            })
+            .collect();
+        let mut text = String::new();
+        current
+            .into_iter()
+            .filter(|&slot| {
+                let mut normalized = false;
+                terms.iter().zip(&finders).all(|(term, finder)| match (term, finder) {
+                    (FilterTerm::Tag(tag), _) => self.has_tag(slot, tag),
+                    (FilterTerm::Substring(_), Some(finder)) => {
+                        if !normalized {
+                            self.normalized_text(slot, &mut text);
+                            normalized = true;
+                        }
+                        finder.find(text.as_bytes()).is_some()
+                    }
+                    (FilterTerm::Substring(_), None) => false,
+                })
+            })
+            .collect()
     }
 }
 

@@ -18,6 +18,13 @@ struct Mapped {
 
 impl Mapped {
     fn new(original: &str) -> Self {
+        if original.is_ascii() {
+            // Normalizing ASCII only lowercases it: byte i comes from byte i.
+            return Mapped {
+                text: original.to_ascii_lowercase(),
+                chars: (0..original.len()).map(|at| (at, at..at + 1)).collect(),
+            };
+        }
         let mut mapped = Mapped {
             text: String::with_capacity(original.len()),
             chars: Vec::new(),

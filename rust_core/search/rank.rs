@@ -4,7 +4,7 @@
 use super::highlight::highlights;
 use super::index::SearchIndex;
 use super::matching::{search_terms, Quality, Term, TermKind, FIELD_WEIGHTS, URL};
-use super::vocab::Posting;
+use super::vocab::Postings;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
@@ -117,14 +117,14 @@ impl SearchIndex {
     }
 
     fn score_term(&self, term: &Term, term_index: usize, public_only: bool, scores: &mut Scores) {
-        let offer_postings = |quality: Quality, postings: &[Posting]| {
+        let offer_postings = |quality: Quality, postings: Postings<'_>| {
             // Inside a word (not at its start) only counts for the URL: "ust" should not find "Rust" titles.
             let allowed = if quality == Quality::Substring {
                 1 << URL
             } else {
                 u8::MAX
             };
-            for p in postings {
+            for p in postings.iter() {
                 let fields = p.fields() & allowed;
                 if fields == 0
                     || usize::from(scores.matched[p.slot as usize]) != term_index

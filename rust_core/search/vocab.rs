@@ -50,7 +50,36 @@ pub struct Vocab {
     lookup: HashMap<u64, u32>,
     collided: HashMap<Box<str>, u32>,
     hasher: RandomState,
-    postings: Vec<Vec<Posting>>,
+    /// Per word: its first posting inline, the others in `rest`. Most words of a big account occur in one
+    /// link (slugs, ids in URLs): reading their posting then walks one array instead of chasing an
+    /// allocation per word, and an empty `rest` allocates nothing.
+    heads: Vec<Posting>,
+    rest: Vec<Vec<Posting>>,
+}
+
+/// The postings of one word.
+#[derive(Debug, Clone, Copy)]
+pub struct Postings<'a> {
+    head: Option<&'a Posting>,
+    rest: &'a [Posting],
+}
+
+impl<'a> Postings<'a> {
+    const NONE: Postings<'static> = Postings { head: None, rest: &[] };
+
+    pub fn iter(self) -> impl Iterator<Item = &'a Posting> {
+        self.head.into_iter().chain(self.rest)
+    }
+
+    #[cfg(test)]
+    pub fn len(self) -> usize {
+        usize::from(self.head.is_some()) + self.rest.len()
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(self) -> bool {
+        self.head.is_none()
+    }
 }
 
 impl Vocab {
@@ -68,11 +97,12 @@ impl Vocab {
                         free.insert(id);
                     }
                 }
-                self.postings.push(Vec::new());
-                id
+                self.heads.push(posting);
+                self.rest.push(Vec::new());
+                return;
             }
         };
-        self.postings[id as usize].push(posting);
+        self.rest[id as usize].push(posting);
     }
 
     fn id(&self, word: &str) -> Option<u32> {
@@ -97,9 +127,10 @@ impl Vocab {
         let lookup = self.lookup.capacity() * (size_of::<(u64, u32)>() + 1)
             + self.collided.capacity() * (size_of::<(Box<str>, u32)>() + 1)
             + self.collided.keys().map(|k| allocation(k.len())).sum::<usize>();
-        let postings = self.postings.capacity() * size_of::<Vec<Posting>>()
+        let postings = self.heads.capacity() * size_of::<Posting>()
+            + self.rest.capacity() * size_of::<Vec<Posting>>()
             + self
-                .postings
+                .rest
                 .iter()
                 .map(|p| allocation(p.capacity() * size_of::<Posting>()))
                 .sum::<usize>();
@@ -109,29 +140,37 @@ impl Vocab {
     pub fn shrink_to_fit(&mut self) {
         self.text.shrink_to_fit();
         self.lookup.shrink_to_fit();
-        self.postings.shrink_to_fit();
-        self.postings.iter_mut().for_each(Vec::shrink_to_fit);
+        self.heads.shrink_to_fit();
+        self.rest.shrink_to_fit();
+        self.rest.iter_mut().for_each(Vec::shrink_to_fit);
     }
 
     #[cfg(test)]
     pub fn postings_held(&self) -> usize {
-        self.postings.iter().map(Vec::len).sum()
+        self.heads.len() + self.rest.iter().map(Vec::len).sum::<usize>()
+    }
+
+    fn postings(&self, id: usize) -> Postings<'_> {
+        Postings {
+            head: Some(&self.heads[id]),
+            rest: &self.rest[id],
+        }
     }
 
     /// Postings of exactly `word`.
-    pub fn exact(&self, word: &str) -> &[Posting] {
-        self.id(word).map_or(&[], |id| &self.postings[id as usize])
+    pub fn exact(&self, word: &str) -> Postings<'_> {
+        self.id(word).map_or(Postings::NONE, |id| self.postings(id as usize))
     }
 
     /// Calls `on_word` with the postings of every word containing the needle of `finder`.
-    pub fn for_each_containing(&self, finder: &Finder<'_>, mut on_word: impl FnMut(&str, &[Posting])) {
+    pub fn for_each_containing(&self, finder: &Finder<'_>, mut on_word: impl FnMut(&str, Postings<'_>)) {
         self.text
-            .scan(finder, |id| on_word(self.text.entry_text(id), &self.postings[id]));
+            .scan(finder, |id| on_word(self.text.entry_text(id), self.postings(id)));
     }
 
     /// Calls `on_match` for every word `term` matches: exactly, as a prefix, with a typo, or (`Substring`,
     /// terms of `SUBSTRING_MIN_CHARS` or more) anywhere inside the word. A word may be reported twice.
-    pub fn for_each_match(&self, term: &Term, mut on_match: impl FnMut(Quality, &[Posting])) {
+    pub fn for_each_match(&self, term: &Term, mut on_match: impl FnMut(Quality, Postings<'_>)) {
         let fuzzy = term.allows_typos();
         if fuzzy {
             let head = term.text.as_bytes();
@@ -143,7 +182,7 @@ impl Vocab {
                     continue;
                 }
                 if let Some(quality) = term.quality(word, ascii, &mut scratch) {
-                    on_match(quality, &self.postings[id]);
+                    on_match(quality, self.postings(id));
                 }
             }
         }
@@ -156,7 +195,7 @@ impl Vocab {
                 } else {
                     Quality::Prefix
                 };
-                on_match(quality, &self.postings[id]);
+                on_match(quality, self.postings(id));
             });
         }
         self.for_each_containing(&Finder::new(&term.text), |word, postings| {
@@ -211,8 +250,9 @@ mod tests {
         vocab.lookup.insert(taken, 0);
         vocab.add("beta", posting(2));
         vocab.add("beta", posting(3));
-        assert_eq!(vocab.exact("alpha"), [posting(1)]);
-        assert_eq!(vocab.exact("beta"), [posting(2), posting(3)]);
+        let exact = |word: &str| vocab.exact(word).iter().copied().collect::<Vec<_>>();
+        assert_eq!(exact("alpha"), [posting(1)]);
+        assert_eq!(exact("beta"), [posting(2), posting(3)]);
         assert_eq!(vocab.collided.len(), 1);
     }
 

@@ -50,9 +50,9 @@ def get_key_manager(caller: AnyCaller) -> Caller:
 KeyManager = Annotated[Caller, Depends(get_key_manager)]
 
 
-async def get_json_body(request: Request) -> Any:
+async def get_json_body(request: Request, rt: RuntimeDep) -> Any:
     """Declared after the caller in a signature, so a bad body never hides a 401 or 403."""
-    return await read_json(request.scope, request.stream())
+    return await read_json(request.scope, request.stream(), rt.settings.body_timeout_seconds)
 
 
 JsonBody = Annotated[Any, Depends(get_json_body)]

@@ -3,7 +3,11 @@
 A batch goes out every `click_flush_seconds` (≤ 1 s) or as soon as `click_flush_max` (≤ 1000) clicks wait.
 The Rust `ClickBatch` classifies it (device, browser, os, source, visitor hash) and rolls it up; one
 transaction then adds the click rows, bumps each link's counter (bots excluded) and upserts `click_daily`.
-A failed write keeps the clicks for the next round. A batch that fails `MAX_BATCH_FAILURES` times in a row is
+A failed write keeps the clicks for the next round.
+The buffer holds at most `click_buffer_bytes` (clicks waiting and clicks being written): a click recorded at the
+budget is dropped, counted (`dropped`, shown by /health) and logged — redirects that outpace the database cannot
+grow a worker without bound, and no loss is silent. Headers are cut to what is stored when the click is recorded, so
+a huge User-Agent costs its 512 bytes, not its size. A batch that fails `MAX_BATCH_FAILURES` times in a row is
 written one click at a time instead: clicks the database still refuses while it answers are dropped (and counted
 in the log), so one bad row cannot hold back every click after it; while the database is unreachable nothing is
 dropped. Shutdown (the lifespan ending, e.g. on SIGTERM) flushes whatever is left. The client IP is the ASGI
@@ -19,6 +23,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from slugline import _core
+from slugline.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.clicks.store import SaltBook, reachable, write_batch
 from slugline.clock import epoch_day
 from slugline.runtime import Runtime
@@ -27,8 +32,14 @@ log = logging.getLogger("slugline.clicks")
 
 # link id, unix time, user agent, referrer, utm_source, via QR, client IP
 RawClick = tuple[str, float, bytes, bytes, str | None, bool, str]
-MAX_PENDING = 1_000_000  # while the database is unreachable; beyond this the oldest clicks are dropped
 MAX_BATCH_FAILURES = 3  # then the batch at the head goes one click at a time
+# Bytes a buffered click costs besides its strings: the tuple, its float, bytes and str headers, and the list slot
+# (measured with tracemalloc on CPython 3.11; tests/test_click_budget.py checks the budget holds).
+CLICK_OVERHEAD = 400
+
+
+def click_size(click: RawClick) -> int:
+    return CLICK_OVERHEAD + len(click[0]) + len(click[2]) + len(click[3]) + len(click[4] or "") + len(click[6])
 
 
 class ClickRecorder:
@@ -37,6 +48,10 @@ class ClickRecorder:
         self._every = rt.settings.click_flush_seconds
         self._max = rt.settings.click_flush_max
         self._pending: list[RawClick] = []
+        self._budget = rt.settings.click_buffer_bytes
+        self.bytes = 0  # of every click held: waiting, and in a batch being written
+        self.dropped = 0  # clicks refused at the budget (or by the database), since the worker started
+        self._dropping = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._salts = SaltBook()
@@ -45,6 +60,24 @@ class ClickRecorder:
 
     def record(self, click: RawClick) -> None:
         """Called on the event loop by the redirect; never blocks, never touches the database."""
+        link_id, ts, agent, referrer, utm, via_qr, ip = click
+        click = (
+            link_id,
+            ts,
+            agent[:MAX_CLICK_USER_AGENT],
+            referrer[:MAX_CLICK_REFERRER],
+            utm and utm[:MAX_SOURCE],
+            via_qr,
+            ip,
+        )
+        size = click_size(click)
+        if self.bytes + size > self._budget:
+            self.dropped += 1
+            if not self._dropping:
+                self._dropping = True
+                log.error("the click buffer is full (%d bytes): dropping clicks until it drains", self.bytes)
+            return
+        self.bytes += size
         self._pending.append(click)
         if len(self._pending) == self._max:
             self._wake.set()
@@ -71,6 +104,7 @@ class ClickRecorder:
                 batch, self._pending = self._pending[: self._max], self._pending[self._max :]
                 try:
                     written += await asyncio.to_thread(self._write, batch)
+                    self._release(batch)
                     self._failures = 0
                     continue
                 except Exception:
@@ -86,6 +120,8 @@ class ClickRecorder:
                     )
                 done, kept = await asyncio.to_thread(self._write_each, batch)
                 written += done
+                self.dropped += len(batch) - len(kept) - done
+                self._release(batch[: len(batch) - len(kept)])
                 if kept:  # the database stopped answering: the rest waits, nothing more is dropped
                     self._keep(kept)
                     break
@@ -93,8 +129,14 @@ class ClickRecorder:
         return written
 
     def _keep(self, clicks: list[RawClick]) -> None:
-        self._pending[:0] = clicks
-        del self._pending[:-MAX_PENDING]
+        self._pending[:0] = clicks  # already counted in `bytes`: keeping them cannot pass the budget
+
+    def _release(self, done: list[RawClick]) -> None:
+        """Clicks written or refused by the database leave the buffer."""
+        self.bytes -= sum(click_size(click) for click in done)
+        if self._dropping and self.bytes < self._budget // 2:
+            self._dropping = False
+            log.warning("the click buffer has room again; %d clicks dropped since the worker started", self.dropped)
 
     def _write_each(self, raw: list[RawClick]) -> tuple[int, list[RawClick]]:
         """Write click by click; drop those refused while the database answers. Returns the number written and

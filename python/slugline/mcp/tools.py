@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 import anyio
@@ -15,11 +16,13 @@ from slugline.caller import Caller
 from slugline.errors import Invalid, ServiceError
 from slugline.mcp import inputs, outputs
 from slugline.runtime import Runtime
-from slugline.services import accounts, analytics, links
+from slugline.services import accounts, analytics, limits, links, meta
 
 CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
 RUNTIME_KEY = "slugline.runtime"
 Operation = Callable[[Runtime, Caller, dict[str, Any]], dict[str, Any]]
+AsyncOperation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
+Slot = Callable[[Runtime, Caller, dict[str, Any]], AbstractAsyncContextManager[Any]]
 
 INSTRUCTIONS = (
     "Slugline manages this account's short links. Use list_links to find links (q searches, #tag filters by "
@@ -39,15 +42,29 @@ def _principal(ctx: Context) -> tuple[Runtime, Caller]:
     return scope[RUNTIME_KEY], scope[CALLER_KEY]
 
 
-async def _run(ctx: Context, operation: Operation) -> Any:
-    """Run a service call in a worker thread; a ServiceError becomes a tool error carrying the REST message.
+def _no_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
+    return nullcontext()
+
+
+def _query_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
+    return limits.querying(rt, caller.account_id, arguments.get("q"))
+
+
+async def _run(ctx: Context, operation: Operation, slot: Slot = _no_slot) -> Any:
+    """Run a service call in a worker thread (inside `slot`, the account's cap for that kind of work); a
+    ServiceError becomes a tool error carrying the REST message.
 
     Typed Any: the SDK takes either the result the tool's annotation describes or a CallToolResult."""
+    return await _run_async(ctx, lambda rt, caller, args: anyio.to_thread.run_sync(operation, rt, caller, args), slot)
+
+
+async def _run_async(ctx: Context, operation: AsyncOperation, slot: Slot = _no_slot) -> Any:
     rt, caller = _principal(ctx)
     params = ctx.request_context.params or {}
     arguments = dict(params.get("arguments") or {})
     try:
-        return await anyio.to_thread.run_sync(operation, rt, caller, arguments)
+        async with slot(rt, caller, arguments):
+            return await operation(rt, caller, arguments)
     except ServiceError as exc:
         return CallToolResult(content=[TextContent(type="text", text=exc.message)], is_error=True)
 
@@ -65,12 +82,12 @@ async def get_me(ctx: Context) -> outputs.Me:
 
 
 async def list_links(ctx: Context) -> outputs.LinkPage:
-    result: outputs.LinkPage = await _run(ctx, links.list_links)
+    result: outputs.LinkPage = await _run(ctx, links.list_links, _query_slot)
     return result
 
 
 async def create_link(ctx: Context) -> outputs.Link:
-    result: outputs.Link = await _run(ctx, links.create_link)
+    result: outputs.Link = await _run_async(ctx, meta.create_link)  # auto_meta fetches on the event loop
     return result
 
 

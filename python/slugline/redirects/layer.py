@@ -16,9 +16,10 @@ from typing import Any
 from slugline import _core
 from slugline.clicks.buffer import ClickRecorder
 from slugline.db import unavailable
+from slugline.errors import RequestTimeout
 from slugline.redirects.accept import prefers_json
 from slugline.redirects.linkcache import Entry, LinkCache, Missing
-from slugline.redirects.unlock import Unlocker, form_page, read_form
+from slugline.redirects.unlock import Unlocker, form_page
 from slugline.redirects.urls import merge_query
 from slugline.runtime import Runtime
 from slugline.visibility import Visibility
@@ -153,7 +154,11 @@ class Redirects:
             page = form_page(slug, query, f"Too many attempts. Try again in {decision.retry_after} seconds.")
             await respond(scope, send, 429, page, HTML, [*PAGE_HEADERS, (b"retry-after", b"%d" % decision.retry_after)])
             return
-        form = await read_form(receive)
+        try:
+            form = await self.unlocker.form(receive)
+        except RequestTimeout as exc:
+            await respond(scope, send, 408, form_page(slug, query, exc.message), HTML, PAGE_HEADERS)
+            return
         if not await self.unlocker.check(entry, (form or {}).get("password", [""])[0]):
             await respond(scope, send, 401, form_page(slug, query, "Wrong password. Try again."), HTML, PAGE_HEADERS)
             return

@@ -18,6 +18,7 @@ from slugline.ratelimit import Decision
 from slugline.redirects.linkcache import Entry
 from slugline.runtime import Runtime
 from slugline.services import limits
+from slugline.web.request import body_timeout
 
 COOKIE_SECONDS = 24 * 3600
 MAX_FORM = 4096
@@ -43,8 +44,17 @@ def form_page(slug: str, query: bytes, message: str = "") -> bytes:
     return PAGE.format(message=note, action=escape(action), invalid=invalid).encode()
 
 
-async def read_form(receive: Any) -> dict[str, list[str]] | None:
-    """The url-encoded body; None when it is larger than a password form can be, or the client left."""
+async def read_form(receive: Any, timeout: float) -> dict[str, list[str]] | None:  # noqa: ASYNC109
+    """The url-encoded body; None when it is larger than a password form can be, or the client left. RequestTimeout
+    (408) unless it has all arrived within `timeout` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await _read_form(receive)
+    except TimeoutError:
+        raise body_timeout(timeout) from None
+
+
+async def _read_form(receive: Any) -> dict[str, list[str]] | None:
     body = b""
     while True:
         message = await receive()
@@ -88,6 +98,9 @@ class Unlocker:
         value = f"{expires}.{self._signature(entry, expires)}"
         flags = f"Max-Age={COOKIE_SECONDS}; Path=/{slug}; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
         return f"{self.cookie_name(entry)}={value}; {flags}".encode()
+
+    async def form(self, receive: Any) -> dict[str, list[str]] | None:
+        return await read_form(receive, self._rt.settings.body_timeout_seconds)
 
     async def attempt(self, entry: Entry, ip: str) -> Decision:
         return await limits.unlock_attempt(self._rt, ip, entry.link_id)

@@ -1,42 +1,129 @@
-"""Rate-limit rules: which bucket a call draws from and how large it is. The buckets themselves are
-`slugline.ratelimit`; the middleware and the endpoints with limits of their own only apply these rules."""
+"""Rate-limit rules: which buckets a call draws from and how large they are. The buckets themselves are
+`slugline.ratelimit`; the middleware and the endpoints with limits of their own only apply these rules.
+
+A caller's IP names its anonymous bucket; IPv6 callers are bucketed by their /64, the block one subscriber gets.
+"""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from ipaddress import IPv6Network, ip_address
+
 from slugline.caller import Caller
 from slugline.errors import RateLimited
+from slugline.gates import Busy
 from slugline.ratelimit import Decision
 from slugline.runtime import Runtime
 from slugline.settings import Settings
 
 LOGIN_NAME_CHARS = 64  # of the username that names a login bucket; longer names cannot exist anyway
+HOUR = 3600.0
+KEYED_PLANS = ("developer", "pro")  # plans whose API keys get a bucket of their own, apart from their IP's
+
+BUSY_RETRY_AFTER = 1  # seconds: a slot frees as soon as one request of the account's finishes
+
+Bucket = tuple[str, int]
 
 
-def api_bucket(settings: Settings, caller: Caller | None, digest: str | None, ip: str) -> tuple[str, int]:
-    """Every /api and /mcp call: per token by its account's plan (a free plan gets the anonymous rate); callers
-    without a valid token, per IP."""
+def ip_key(ip: str) -> str:
+    """The part of an address that names its buckets: the whole IPv4 address, an IPv6 address's /64."""
+    try:
+        addr = ip_address(ip)
+    except ValueError:  # not an address (the test client's "testclient"): the string itself
+        return ip
+    if addr.version == 4:
+        return str(addr)
+    if addr.ipv4_mapped is not None:
+        return str(addr.ipv4_mapped)
+    return str(IPv6Network((int(addr) >> 64 << 64, 64)))
+
+
+def api_buckets(settings: Settings, caller: Caller | None, digest: str | None, ip: str) -> list[Bucket]:
+    """Every /api and /mcp call. An API key of a developer or pro account draws from its own bucket at its plan's
+    rate. Anyone else draws from their IP's anonymous bucket; a session token or a free-plan key also from its own
+    bucket (at the anonymous rate), so a token never lifts a caller out of its IP's limit."""
+    anonymous = (f"ip:{ip_key(ip)}", settings.rate_limit_anonymous)
     if caller is None or digest is None:
-        return f"ip:{ip}", settings.rate_limit_anonymous
-    per_minute = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}.get(
-        caller.plan, settings.rate_limit_anonymous
-    )
-    return f"key:{digest[:32]}", per_minute
+        return [anonymous]
+    rate = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}
+    own = (f"key:{digest[:32]}", rate.get(caller.plan, settings.rate_limit_anonymous))
+    if caller.scope == "session" or caller.plan not in KEYED_PLANS:
+        return [anonymous, own]
+    return [own]
+
+
+def tightest(decisions: list[Decision]) -> Decision:
+    """The decision whose numbers a response shows when several buckets apply: a refusal (the longest wait), else
+    the bucket with the fewest requests left, which is exactly how many more the caller may make."""
+    refused = [d for d in decisions if not d.allowed]
+    if refused:
+        return max(refused, key=lambda d: d.retry_after)
+    return min(decisions, key=lambda d: (d.remaining, -d.reset))
+
+
+async def _password_hashes(rt: Runtime, ip: str) -> Decision:
+    """argon2 is the most expensive thing an anonymous caller can ask for: bound it per IP, whichever form asks."""
+    return await rt.limiter.hit(f"argon2:{ip_key(ip)}", rt.settings.rate_limit_password_hashes)
 
 
 async def check_login(rt: Runtime, ip: str, username: str) -> None:
     """Attempts per IP and username, checked before the password, so guessing is slow whatever the answer."""
     name = username.lower()[:LOGIN_NAME_CHARS]
-    decision = await rt.limiter.hit(f"login:{ip}:{name}", rt.settings.rate_limit_login)
+    decision = await rt.limiter.hit(f"login:{ip_key(ip)}:{name}", rt.settings.rate_limit_login)
     if not decision.allowed:
         raise RateLimited("too many login attempts", decision.retry_after)
+    decision = await _password_hashes(rt, ip)
+    if not decision.allowed:
+        raise RateLimited("too many password checks from this address", decision.retry_after)
+
+
+async def check_register(rt: Runtime, ip: str) -> None:
+    """Registrations per IP and hour: each one hands out a session token and costs an argon2 hash."""
+    decision = await rt.limiter.hit(f"register:{ip_key(ip)}", rt.settings.rate_limit_register, period=HOUR)
+    if not decision.allowed:
+        raise RateLimited("too many registrations from this address", decision.retry_after)
+    decision = await _password_hashes(rt, ip)
+    if not decision.allowed:
+        raise RateLimited("too many password checks from this address", decision.retry_after)
 
 
 async def check_anonymous_analyze(rt: Runtime, ip: str) -> None:
-    decision = await rt.limiter.hit(f"analyze:{ip}", rt.settings.rate_limit_analyze_anonymous)
+    decision = await rt.limiter.hit(f"analyze:{ip_key(ip)}", rt.settings.rate_limit_analyze_anonymous)
     if not decision.allowed:
         raise RateLimited("anonymous /analyze is limited", decision.retry_after)
 
 
 async def unlock_attempt(rt: Runtime, ip: str, link_id: str) -> Decision:
-    """Password attempts on a protected link, per IP and link."""
-    return await rt.limiter.hit(f"unlock:{ip}:{link_id}", rt.settings.rate_limit_unlock)
+    """Password attempts on a protected link, per IP and link, and within the IP's argon2 budget."""
+    decision = await rt.limiter.hit(f"unlock:{ip_key(ip)}:{link_id}", rt.settings.rate_limit_unlock)
+    if not decision.allowed:
+        return decision
+    return await _password_hashes(rt, ip)
+
+
+@asynccontextmanager
+async def _capped(rt: Runtime, key: str, cap: int, what: str) -> AsyncIterator[None]:
+    try:
+        async with rt.gates.hold(key, cap, rt.settings.busy_wait_seconds):
+            yield
+    except Busy:
+        raise RateLimited(f"too many {what} under way for this account", BUSY_RETRY_AFTER) from None
+
+
+@asynccontextmanager
+async def fetching(rt: Runtime, account_id: int) -> AsyncIterator[None]:
+    """A slot for one auto_meta fetch: at most `fetch_concurrency` per account and worker."""
+    async with _capped(rt, f"fetch:{account_id}", rt.settings.fetch_concurrency, "auto_meta fetches"):
+        yield
+
+
+@asynccontextmanager
+async def querying(rt: Runtime, account_id: int, q: object) -> AsyncIterator[None]:
+    """A slot for an expensive query (a search, or a list filtered with `q`): at most `query_concurrency` per account
+    and worker; a query without terms is cheap and takes none."""
+    if not (isinstance(q, str) and q.strip()):
+        yield
+        return
+    async with _capped(rt, f"query:{account_id}", rt.settings.query_concurrency, "searches"):
+        yield

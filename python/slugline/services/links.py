@@ -17,7 +17,6 @@ from slugline.models import Account, Link
 from slugline.runtime import Runtime
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams, non_null_fields
 from slugline.services import events
-from slugline.services.meta import autofill
 from slugline.services.paging import pagination
 from slugline.services.sqlhelpers import id_in
 from slugline.services.validation import parse, without_nulls
@@ -72,16 +71,24 @@ def _bump(session: Session, account_id: int, link_id: str) -> int:
     return version
 
 
-def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+def check_create(caller: Caller, data: Any) -> LinkCreate:
+    """A create body, checked: 403 for a level the key may not use, 422 for anything invalid."""
     _guard_visibility(caller, data)
     body = parse(LinkCreate, without_nulls(data))
     if body.visibility == Visibility.PASSWORD and not body.password:
         raise Invalid("password is required when visibility is 'password'")
     if body.visibility != Visibility.PASSWORD and body.password is not None:
         raise Invalid("password can only be set on a link whose visibility is 'password'")
+    return body
+
+
+def create_link(rt: Runtime, caller: Caller, data: Any, fetched: dict[str, str] | None = None) -> dict[str, Any]:
+    """`fetched`: auto_meta's title and description (`services.meta` fetches them); explicit fields win."""
+    body = check_create(caller, data)
     fields = body.model_dump(exclude={"auto_meta", "password"}, exclude_none=True)
-    if body.auto_meta:
-        autofill(rt, fields)
+    for name, value in (fetched or {}).items():
+        if not fields.get(name):
+            fields[name] = value
     password_hash = _core.hash_password(body.password) if body.password else None
     for _ in range(SLUG_ATTEMPTS):
         now = utcnow()

@@ -1,5 +1,9 @@
 """Token-bucket limits on every API and MCP call, applied as a raw ASGI middleware so that every response under
-/api and /mcp carries the RateLimit-* headers, errors included. The rules are `services.limits`."""
+/api and /mcp carries the RateLimit-* headers, errors included. The rules are `services.limits`.
+
+Every response it wraps also gets `Cache-Control: no-store` (unless the app chose its own): API answers carry one
+account's data, which no shared cache may keep.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,16 @@ from typing import Any
 import orjson
 from starlette.types import Scope
 
+from slugline.ratelimit import Decision
 from slugline.runtime import Runtime
 from slugline.services import limits
 from slugline.web.identity import identify
 from slugline.web.request import client_ip
 
 UNLIMITED_PATHS = frozenset({"/api/v1/health", "/api/v1/docs", "/api/v1/openapi.json", "/api/v1/docs/oauth2-redirect"})
+NO_STORE = (b"cache-control", b"no-store")
+
+Headers = list[tuple[bytes, bytes]]
 
 
 class RateLimitMiddleware:
@@ -22,29 +30,39 @@ class RateLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path in UNLIMITED_PATHS or not path.startswith(("/api/", "/mcp")):
+        if scope["type"] != "http" or not path.startswith(("/api/", "/mcp")):
             await self.app(scope, receive, send)
             return
-        rt: Runtime = scope["app"].state.runtime
-        identity = await identify(rt, scope)
-        bucket, per_minute = limits.api_bucket(rt.settings, identity.caller, identity.digest, client_ip(scope))
-        decision = await rt.limiter.hit(bucket, per_minute)
-        extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
-        if not decision.allowed:
-            body = orjson.dumps({"error": f"rate limit exceeded: retry in {decision.retry_after} s"})
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 429,
-                    "headers": [(b"content-type", b"application/json"), *extra],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
+        extra: Headers = []
+        if path not in UNLIMITED_PATHS:
+            rt: Runtime = scope["app"].state.runtime
+            identity = await identify(rt, scope)
+            buckets = limits.api_buckets(rt.settings, identity.caller, identity.digest, client_ip(scope))
+            decision = await self._hit(rt, buckets)
+            extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
+            if not decision.allowed:
+                body = orjson.dumps({"error": f"rate limit exceeded: retry in {decision.retry_after} s"})
+                headers = [(b"content-type", b"application/json"), NO_STORE, *extra]
+                await send({"type": "http.response.start", "status": 429, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
 
         async def send_with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), *extra]}
+                headers = [*message.get("headers", ()), *extra]
+                if not any(name.lower() == b"cache-control" for name, _ in headers):
+                    headers.append(NO_STORE)
+                message = {**message, "headers": headers}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    @staticmethod
+    async def _hit(rt: Runtime, buckets: list[limits.Bucket]) -> Decision:
+        """Draw from each bucket in turn; the first refusal stops there, so a refused call costs no more tokens."""
+        decisions = []
+        for bucket, per_minute in buckets:
+            decisions.append(await rt.limiter.hit(bucket, per_minute))
+            if not decisions[-1].allowed:
+                break
+        return limits.tightest(decisions)

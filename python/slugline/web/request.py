@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -9,7 +10,7 @@ import orjson
 from starlette.datastructures import URL
 from starlette.types import Scope
 
-from slugline.errors import BadRequest, PayloadTooLarge
+from slugline.errors import BadRequest, PayloadTooLarge, RequestTimeout
 from slugline.runtime import Runtime
 
 MAX_BODY = 1 << 20  # bytes of any request body
@@ -35,9 +36,9 @@ def request_base(scope: Scope, rt: Runtime) -> str:
     return rt.short_base(f"{url.scheme}://{url.netloc}")
 
 
-async def read_json(scope: Scope, chunks: AsyncIterator[bytes]) -> Any:
+async def read_json(scope: Scope, chunks: AsyncIterator[bytes], timeout: float) -> Any:  # noqa: ASYNC109
     """The body as JSON: 400 unless sent as application/json and well-formed, 413 past `MAX_BODY` whatever
-    Content-Length claimed."""
+    Content-Length claimed, 408 unless it has all arrived within `timeout` seconds."""
     ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise BadRequest("the request body must be JSON sent with 'Content-Type: application/json'")
@@ -45,11 +46,19 @@ async def read_json(scope: Scope, chunks: AsyncIterator[bytes]) -> Any:
     if declared.isascii() and declared.isdigit() and (len(declared) > 12 or int(declared) > MAX_BODY):
         raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
     raw = bytearray()
-    async for chunk in chunks:
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in chunks:
+                raw += chunk
+                if len(raw) > MAX_BODY:
+                    raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    except TimeoutError:
+        raise body_timeout(timeout) from None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"malformed JSON: {exc}") from None
+
+
+def body_timeout(timeout: float) -> RequestTimeout:
+    return RequestTimeout(f"the request body did not arrive within {timeout:g} s")

@@ -3,24 +3,26 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
 from slugline.api.openapi import body_schema
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams
-from slugline.services import links
+from slugline.services import limits, links, meta
 from slugline.web.responses import JSON
 
 router = APIRouter(prefix="/links", tags=["links"])
 
 
 @router.get("", summary="List links: paginated, sortable, searchable with q")
-def list_links(rt: RuntimeDep, caller: ApiCaller, params: Annotated[ListParams, Query()]) -> JSON:
-    return JSON(links.list_links(rt, caller, params.model_dump(exclude_unset=True)))
+async def list_links(rt: RuntimeDep, caller: ApiCaller, params: Annotated[ListParams, Query()]) -> JSON:
+    async with limits.querying(rt, caller.account_id, params.q):
+        return JSON(await run_in_threadpool(links.list_links, rt, caller, params.model_dump(exclude_unset=True)))
 
 
 @router.post("", status_code=201, openapi_extra=body_schema(LinkCreate), summary="Create a link")
-def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody) -> JSON:
-    return JSON(links.create_link(rt, caller, body), status_code=201)
+async def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody) -> JSON:
+    return JSON(await meta.create_link(rt, caller, body), status_code=201)
 
 
 @router.get("/{link_id}", summary="Get one link")

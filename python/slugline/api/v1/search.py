@@ -3,9 +3,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.schemas import SearchParams
+from slugline.services import limits
 from slugline.services import search as search_service
 from slugline.web.responses import JSON
 
@@ -13,5 +15,6 @@ router = APIRouter(tags=["search"])
 
 
 @router.get("/search", summary="Ranked search over the caller's links, with highlights; prefix and one-typo matching")
-def search(rt: RuntimeDep, caller: ApiCaller, params: Annotated[SearchParams, Query()]) -> JSON:
-    return JSON(search_service.search_links(rt, caller, params.model_dump()))
+async def search(rt: RuntimeDep, caller: ApiCaller, params: Annotated[SearchParams, Query()]) -> JSON:
+    async with limits.querying(rt, caller.account_id, params.q):
+        return JSON(await run_in_threadpool(search_service.search_links, rt, caller, params.model_dump()))

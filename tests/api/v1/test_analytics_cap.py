@@ -1,0 +1,27 @@
+"""`/analytics` devices and sources are capped: the top entries and one "(other)" row with the rest, so anonymous
+visitors choosing utm_source values cannot make an account's analytics (or its MCP result) grow without bound."""
+
+from __future__ import annotations
+
+from starlette.testclient import TestClient
+
+from slugline.services.analytics import OTHER, TOP_ENTRIES
+from tests.api.v1.test_analytics import CHROME, wait_for_total
+from tests.helpers import Account, create
+
+
+def test_sources_are_the_top_entries_and_one_other_row(client: TestClient, alice: Account) -> None:
+    assert create(client, alice, slug="popular").status_code == 201
+    distinct = TOP_ENTRIES + 15
+    for i in range(distinct):  # source i gets i + 1 clicks, so the order is known
+        for _ in range(i + 1 if i < TOP_ENTRIES else 1):
+            client.get(f"/popular?utm_source=s{i:02d}", headers={"User-Agent": CHROME}, follow_redirects=False)
+    total = sum(range(1, TOP_ENTRIES + 1)) + 15
+    stats = wait_for_total(client, alice, total)
+    assert stats["total_clicks"] == total
+    sources = stats["sources"]
+    assert len(sources) == TOP_ENTRIES + 1
+    assert sources[0] == {"source": f"s{TOP_ENTRIES - 1:02d}", "clicks": TOP_ENTRIES}
+    assert sources[-1] == {"source": OTHER, "clicks": 15}
+    assert sum(s["clicks"] for s in sources) == total
+    assert stats["devices"] == [{"device": "desktop", "clicks": total}]  # few entries: no other row

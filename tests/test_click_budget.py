@@ -1,0 +1,99 @@
+"""The click buffer is bounded in bytes at all times: headers are cut to what is stored when a click is recorded,
+clicks past `click_buffer_bytes` are dropped, counted, logged and shown by /health, never lost silently."""
+
+from __future__ import annotations
+
+import logging
+import time
+import tracemalloc
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
+from slugline.clicks.buffer import ClickRecorder, RawClick
+from slugline.runtime import Runtime
+from tests.helpers import SQLITE_ONLY, Account, ClientFactory, create
+
+HUGE = 300 * 1024  # what Granian lets through as one header
+
+
+def _click(agent: bytes = b"Mozilla/5.0", referrer: bytes = b"", utm: str | None = None) -> RawClick:
+    return ("lnk_AAAAAAAAAAA", time.time(), agent, referrer, utm, False, "203.0.113.9")
+
+
+def _recorder(make_client: ClientFactory, **settings: int) -> tuple[TestClient, ClickRecorder]:
+    tc, _ = make_client(**settings)
+    recorder: ClickRecorder = tc.app.app.state.clicks  # type: ignore[attr-defined]  # the redirect layer's app
+    return tc, recorder
+
+
+@SQLITE_ONLY
+def test_headers_are_cut_when_the_click_is_recorded(make_client: ClientFactory) -> None:
+    tc, recorder = _recorder(make_client)
+    click = _click(b"A" * HUGE, b"https://example.org/" + b"p" * HUGE, "u" * HUGE)
+    assert tc.portal is not None
+    tc.portal.call(recorder.record, click)
+    kept = recorder._pending[-1]
+    assert (len(kept[2]), len(kept[3]), len(kept[4] or "")) == (MAX_CLICK_USER_AGENT, MAX_CLICK_REFERRER, MAX_SOURCE)
+
+
+@SQLITE_ONLY
+def test_huge_user_agents_cost_their_cut_size(make_client: ClientFactory) -> None:
+    """150 redirects carrying a 300 KB User-Agent held 43 MiB until the flush; now about 150 small clicks."""
+    tc, recorder = _recorder(make_client)
+    assert tc.portal is not None
+    clicks = [_click(b"%d" % i + b"A" * HUGE, b"https://r.example/" + b"x" * HUGE) for i in range(150)]
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for click in clicks:
+        tc.portal.call(recorder.record, click)
+    del clicks  # the request's own headers are gone once it is answered
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 1 << 20, f"the buffer grew by {grown} bytes"
+
+
+@SQLITE_ONLY
+def test_the_byte_budget_holds_and_drops_are_counted(
+    make_client: ClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    budget = 1 << 16
+    tc, recorder = _recorder(make_client, click_buffer_bytes=budget)
+    assert tc.portal is not None
+
+    def flood() -> tuple[int, int]:
+        """On the event loop, with no await in between: the flusher cannot drain anything meanwhile."""
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(5000):
+            recorder.record(_click(b"agent %d " % i + b"A" * 600))
+            assert recorder.bytes <= budget
+        grown = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        return grown, len(recorder)
+
+    with caplog.at_level(logging.ERROR, logger="slugline.clicks"):
+        grown, held = tc.portal.call(flood)
+    assert grown <= budget, f"{grown} bytes held for a budget of {budget}"
+    assert 0 < held < 5000 and recorder.dropped == 5000 - held
+    assert caplog.text.count("the click buffer is full") == 1  # logged once per episode, not per click
+    health = tc.get("/api/v1/health").json()
+    assert health["clicks"]["dropped"] == 5000 - held
+
+
+@SQLITE_ONLY
+def test_health_shows_pending_and_dropped_clicks(make_client: ClientFactory, make_account: object) -> None:
+    tc, _ = _recorder(make_client)
+    health = tc.get("/api/v1/health").json()
+    assert health["clicks"] == {"pending": 0, "dropped": 0}
+
+
+def test_written_clicks_leave_the_budget(client: TestClient, alice: Account, runtime: Runtime) -> None:
+    assert create(client, alice, slug="counted").status_code == 201
+    recorder: ClickRecorder = client.app.app.state.clicks  # type: ignore[attr-defined]
+    for _ in range(20):
+        client.get("/counted", follow_redirects=False)
+    assert client.portal is not None
+    client.portal.call(recorder.flush)
+    assert len(recorder) == 0 and recorder.bytes == 0 and recorder.dropped == 0

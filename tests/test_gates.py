@@ -1,0 +1,121 @@
+"""Per-account caps on concurrent expensive work: over the cap a request waits briefly for a slot, then gets 429
+with Retry-After; other accounts and cheap requests are not affected."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline.errors import RateLimited
+from slugline.gates import Busy, Gates
+from slugline.runtime import Runtime
+from slugline.services import accounts, limits
+from tests.helpers import LINKS, SQLITE_ONLY, ClientFactory
+
+
+@pytest.mark.anyio
+async def test_a_gate_admits_cap_holders_then_waits_then_refuses() -> None:
+    gates = Gates()
+    async with gates.hold("a", 2, 0), gates.hold("a", 2, 0):
+        async with gates.hold("b", 2, 0):  # another key has its own slots
+            pass
+        with pytest.raises(Busy):
+            async with gates.hold("a", 2, 0.05):
+                pass
+    async with gates.hold("a", 2, 0):  # freed on the way out
+        assert len(gates) == 1
+    assert len(gates) == 0  # no entry is kept for a key nobody holds
+
+
+@pytest.mark.anyio
+async def test_a_waiter_gets_the_slot_that_frees_within_the_wait() -> None:
+    gates = Gates()
+    order: list[str] = []
+
+    async def holder() -> None:
+        async with gates.hold("k", 1, 0):
+            await asyncio.sleep(0.05)
+            order.append("first done")
+
+    task = asyncio.create_task(holder())
+    await asyncio.sleep(0)
+    async with gates.hold("k", 1, 2.0):
+        order.append("second in")
+    await task
+    assert order == ["first done", "second in"]
+
+
+def _account(tc: TestClient, rt: Runtime, name: str) -> tuple[int, dict[str, str]]:
+    made = accounts.register(rt, {"username": name, "password": "long enough"}, plan="developer")
+    key = tc.post("/api/v1/api-key", json={"scope": "full"}, headers={"Authorization": f"Bearer {made['token']}"})
+    caller = accounts.authenticate(rt, f"Bearer {key.json()['key']}", "http://sl.test")
+    return caller.account_id, {"Authorization": f"Bearer {key.json()['key']}"}
+
+
+def _hold(tc: TestClient, slot: AbstractAsyncContextManager[Any]) -> None:
+    assert tc.portal is not None
+    tc.portal.call(slot.__aenter__)
+
+
+def _release(tc: TestClient, slot: AbstractAsyncContextManager[Any]) -> None:
+    assert tc.portal is not None
+    tc.portal.call(slot.__aexit__, None, None, None)
+
+
+@SQLITE_ONLY
+def test_searches_over_the_accounts_cap_are_429(make_client: ClientFactory) -> None:
+    tc, rt = make_client(query_concurrency=1, busy_wait_seconds=0.05)
+    busy_id, busy = _account(tc, rt, "searcher")
+    _, other = _account(tc, rt, "neighbour")
+    slot = limits.querying(rt, busy_id, "running")  # a search of this account's, still under way
+    _hold(tc, slot)
+    try:
+        for path, params in ((LINKS, {"q": "rust"}), ("/api/v1/search", {"q": "rust"})):
+            refused = tc.get(path, params=params, headers=busy)
+            assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+            assert refused.json() == {"error": "too many searches under way for this account: retry in 1 s"}
+            assert tc.get(path, params=params, headers=other).status_code == 200
+        assert tc.get(LINKS, headers=busy).status_code == 200  # a list without q is cheap: no slot needed
+    finally:
+        _release(tc, slot)
+    assert tc.get(LINKS, params={"q": "rust"}, headers=busy).status_code == 200
+
+
+@SQLITE_ONLY
+def test_auto_meta_fetches_over_the_accounts_cap_are_429(make_client: ClientFactory) -> None:
+    tc, rt = make_client(fetch_concurrency=1, busy_wait_seconds=0.05)
+    busy_id, busy = _account(tc, rt, "fetcher")
+    slot = limits.fetching(rt, busy_id)
+    _hold(tc, slot)
+    try:
+        body = {"destination_url": "http://127.0.0.1:9/", "auto_meta": True}
+        refused = tc.post(LINKS, json=body, headers=busy)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        assert "auto_meta fetches" in refused.json()["error"]
+        made = tc.post(LINKS, json={**body, "title": "t", "description": "d"}, headers=busy)
+        assert made.status_code == 201  # nothing to fetch: no slot needed
+        invalid = tc.post(LINKS, json={**body, "slug": "no spaces"}, headers=busy)
+        assert invalid.status_code == 422  # validation before any fetch or slot
+    finally:
+        _release(tc, slot)
+    assert tc.post(LINKS, json=body, headers=busy).status_code == 201
+
+
+@pytest.mark.anyio
+async def test_the_busy_error_names_the_wait() -> None:
+    gates = Gates()
+
+    class Rt:  # only what limits.fetching reads
+        settings = type("S", (), {"fetch_concurrency": 1, "busy_wait_seconds": 0})()
+
+    rt: Any = Rt()
+    rt.gates = gates
+    async with limits.fetching(rt, 7):
+        with pytest.raises(RateLimited) as caught:
+            async with limits.fetching(rt, 7):
+                pass
+    assert caught.value.status == 429 and caught.value.headers == {"Retry-After": "1"}
