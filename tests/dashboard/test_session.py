@@ -121,3 +121,15 @@ def test_dashboard_paths_pass_the_redirect_layer_and_slugs_still_redirect(owner:
     assert (res.status_code, res.headers["location"]) == (302, "https://example.com/fast")
     assert owner.get("/app", follow_redirects=False).headers["location"] == "/app/"  # a reserved word, not a slug
     assert owner.get("/app/static/dashboard-1.css").headers["content-type"].startswith("text/css")
+
+
+@SQLITE_ONLY
+def test_creating_accounts_shares_the_registration_limit(make_client: ClientFactory) -> None:
+    client, _ = make_client(rate_limit_register=2)
+    statuses = []
+    for name in ("reg-one", "reg-two", "reg-three"):
+        client.cookies.clear()  # signed out, as a new visitor from the same address
+        form = {"username": name, "password": PASSWORD, "csrf_token": csrf_of(client, "/app/register")}
+        statuses.append(client.post("/app/register", data=form, follow_redirects=False).status_code)
+    assert statuses == [303, 303, 429]
+    assert client.post("/api/v1/auth/register", json={"username": "reg-four", "password": PASSWORD}).status_code == 429

@@ -10,7 +10,9 @@ from starlette.responses import Response
 from slugline.dashboard.pages import field_errors, read_form, redirect, render
 from slugline.dashboard.session import check_csrf, clear_session, set_session, visitor
 from slugline.errors import ServiceError
+from slugline.schemas import Credentials
 from slugline.services import accounts, limits
+from slugline.services.validation import parse
 from slugline.web.request import client_ip
 
 router = APIRouter(include_in_schema=False)
@@ -62,6 +64,8 @@ async def _sign_in(request: Request, mode: str) -> Response:
             await limits.check_login(rt, ip, data["username"])
             made = await run_in_threadpool(accounts.login, rt, data)
         else:
+            parse(Credentials, data)  # as in /auth/register: a refused form does not use up the address's quota
+            await limits.check_register(rt, ip)
             made = await run_in_threadpool(accounts.register, rt, data)
     except ServiceError as exc:
         errors = field_errors(exc.message, FIELDS)
