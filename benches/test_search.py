@@ -2,7 +2,8 @@
 
     python -m pytest benches/test_search.py --benchmark-only --timeout 0
 
-Goals: core ≤ 5 ms p50 for both, at least 20 times the reference. Compare `median` within a group; the
+Goals: core ≤ 5 ms p50 for both, at least 20 times the reference; the worst queries (`test_worst_query`, core
+only) ≤ 50 ms p50. Compare `median` within a group; the
 ratio is also printed in `extra_info` of each core row once both sides have run.
 """
 
@@ -95,3 +96,25 @@ def test_query(benchmark: Any, indexes: tuple[Any, Any], op: str, query_name: st
     )
     assert result if op == "filter" else result[0] > 0
     _record(benchmark, op, query_name, side)
+
+
+WORST = {
+    "26 one-letter terms": " ".join("abcdefghijklmnopqrstuvwxyz"),
+    "16 typo terms": "kubernetse postgers databse roadmpa marketign podcats articel tutorail handbok secruity "
+    "privacu analytcs dashbaord reprot invocie relase",
+    "one 500-char term": "x" * 500,
+    "one letter": "s",
+    "vowels": "a e i o u",
+    "16 three-letter prefixes": "dat pos red kub doc clo rec cof tra mus gui des typ sea eng rel",
+}
+
+
+@pytest.mark.parametrize("query_name", list(WORST))
+@pytest.mark.parametrize("op", ["filter", "search"])
+def test_worst_query(benchmark: Any, indexes: tuple[Any, Any], op: str, query_name: str) -> None:
+    """Queries built to cost the most: many terms, one-letter terms, typos everywhere, a very long term."""
+    query = WORST[query_name]
+    benchmark.group = f"worst {op} 100k"
+    benchmark.extra_info.update(links=LINKS, query=query[:80])
+    args = (query, False) if op == "filter" else (query, 20, False)
+    benchmark.pedantic(getattr(indexes[0], op), args=args, rounds=30, iterations=1, warmup_rounds=1)

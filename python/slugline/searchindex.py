@@ -129,7 +129,9 @@ class SearchCache:
 
     def _build(self, session: Session, account_id: int, version: int) -> _Entry:
         index = SearchIndex()
-        for link in session.execute(select(*INDEXED).where(Link.account_id == account_id)):
+        # Streamed: the rows of a big account never sit in memory all at once next to the index they fill.
+        rows = select(*INDEXED).where(Link.account_id == account_id).execution_options(yield_per=500)
+        for link in session.execute(rows):
             index_link(index, link)
         index.shrink_to_fit()
         entry = _Entry(version, index)

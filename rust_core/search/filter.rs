@@ -1,13 +1,18 @@
 //! The `q` filter of `GET /links`: every term must be a substring of some field (`#tag`: equal to a hashtag).
 
 use super::index::SearchIndex;
-use super::matching::{filter_terms, FilterTerm};
+use super::matching::{filter_terms, FilterTerm, MAX_EXAMINED};
 use super::normalize::words;
 use memchr::memmem::Finder;
 
 impl SearchIndex {
     /// Ids of the links matching every term of `query` (see `matching::filter_terms`), in no particular order.
     pub fn filter(&self, query: &str, public_only: bool) -> Vec<&str> {
+        self.filter_within(query, public_only, MAX_EXAMINED)
+    }
+
+    /// `filter`, taking no further terms once `budget` postings have been read.
+    pub(super) fn filter_within(&self, query: &str, public_only: bool, budget: usize) -> Vec<&str> {
         let mut terms = filter_terms(query);
         // Selective terms first, so later terms only check a few candidates.
         terms.sort_by_key(|t| match t {
@@ -15,14 +20,18 @@ impl SearchIndex {
             FilterTerm::Substring(s) => (1, usize::MAX - s.len()),
         });
         let mut candidates: Option<Vec<u32>> = None;
+        let mut examined = 0;
         for (i, term) in terms.iter().enumerate() {
+            if examined >= budget {
+                break; // the rest are ignored, like terms past MAX_TERMS
+            }
             candidates = Some(match candidates {
                 // Few candidates left: check the remaining terms on each, normalizing its text once.
                 Some(current) if current.len() * 16 < self.len() => {
                     candidates = Some(self.check_each(&terms[i..], current));
                     break;
                 }
-                current => self.intersect(self.scan(term, public_only), current),
+                current => self.intersect(self.scan(term, public_only, &mut examined), current),
             });
         }
 
@@ -35,20 +44,25 @@ impl SearchIndex {
         }
     }
 
-    fn scan(&self, term: &FilterTerm, public_only: bool) -> Vec<u32> {
+    /// The links matching `term`; adds the postings (or, without a word to look up, the links) it read.
+    fn scan(&self, term: &FilterTerm, public_only: bool, examined: &mut usize) -> Vec<u32> {
         let mut out = Vec::new();
         match term {
-            FilterTerm::Tag(tag) => out.extend(
-                self.tags
-                    .exact(tag)
-                    .iter()
-                    .filter(|p| self.live(p.slot, p.generation(), public_only))
-                    .map(|p| p.slot),
-            ),
+            FilterTerm::Tag(tag) => {
+                let postings = self.tags.exact(tag);
+                *examined += postings.len();
+                out.extend(
+                    postings
+                        .iter()
+                        .filter(|p| self.live(p.slot, p.generation(), public_only))
+                        .map(|p| p.slot),
+                );
+            }
             FilterTerm::Substring(text) => match longest_word(text) {
                 // No word character at all ("-", "/"): only the full text can tell.
                 None => {
                     let all = (0..self.slots.len() as u32).filter(|&slot| self.visible(slot, public_only));
+                    *examined += self.slots.len();
                     out = self.check_each(std::slice::from_ref(term), all.collect());
                 }
                 // A match of `text` contains a match of its longest word, inside one indexed word: the
@@ -56,6 +70,7 @@ impl SearchIndex {
                 Some(word) => {
                     let mut seen = vec![false; self.slots.len()];
                     self.words.for_each_containing(&Finder::new(word), |_, postings| {
+                        *examined += postings.len();
                         for p in postings.iter() {
                             if !seen[p.slot as usize] && self.live(p.slot, p.generation(), public_only) {
                                 seen[p.slot as usize] = true;

@@ -23,6 +23,11 @@ pub const SUBSTRING_MIN_CHARS: usize = 3;
 /// over the postings it matches, and a dozen terms already pin a link down.
 pub const MAX_TERMS: usize = 16;
 
+/// Once a query has read this many postings (8 bytes each), it takes no further terms: those are ignored
+/// like terms past `MAX_TERMS`. Only absurd queries on huge accounts get here (a dozen one-letter terms on
+/// 100k links), and it bounds what any query costs.
+pub const MAX_EXAMINED: usize = 2_000_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Quality {
     /// The term occurs inside the destination URL, though not at a word start.

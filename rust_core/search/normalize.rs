@@ -14,19 +14,26 @@ pub fn normalize(text: &str) -> String {
     out
 }
 
-/// Appends `normalize(text)` to `out`.
+/// Appends `normalize(text)` to `out`. Runs of ASCII are only lowercased and the rest goes through the full
+/// pipeline run by run: each step works char by char (the canonical reordering of NFKD only moves combining
+/// marks, which are dropped), so this is the pipeline over the whole text, minus its cost on ASCII.
 pub fn normalize_into(text: &str, out: &mut String) {
-    if text.is_ascii() {
-        out.extend(text.chars().map(|c| c.to_ascii_lowercase()));
-        return;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let ascii = rest.bytes().position(|b| !b.is_ascii()).unwrap_or(rest.len());
+        out.extend(rest[..ascii].chars().map(|c| c.to_ascii_lowercase()));
+        rest = &rest[ascii..];
+        let other = rest.bytes().position(|b| b.is_ascii()).unwrap_or(rest.len());
+        // Folding can itself produce a combining mark (e.g. U+0130 -> "i\u{307}"), hence the second filter.
+        out.extend(
+            rest[..other]
+                .nfkd()
+                .filter(|&c| !is_combining_mark(c))
+                .default_case_fold()
+                .filter(|&c| !is_combining_mark(c)),
+        );
+        rest = &rest[other..];
     }
-    // Folding can itself produce a combining mark (e.g. U+0130 -> "i\u{307}"), hence the second filter.
-    out.extend(
-        text.nfkd()
-            .filter(|&c| !is_combining_mark(c))
-            .default_case_fold()
-            .filter(|&c| !is_combining_mark(c)),
-    );
 }
 
 /// A word character for tokenizing (anything else separates words).

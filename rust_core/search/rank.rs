@@ -3,7 +3,7 @@
 
 use super::highlight::highlights;
 use super::index::SearchIndex;
-use super::matching::{search_terms, Quality, Term, TermKind, FIELD_WEIGHTS, URL};
+use super::matching::{search_terms, Quality, Term, TermKind, FIELD_WEIGHTS, MAX_EXAMINED, URL};
 use super::vocab::Postings;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +21,8 @@ struct Scores {
     matched: Vec<u16>,
     best: Vec<f64>,
     touched: Vec<u32>,
+    /// Postings read so far by this query.
+    examined: usize,
 }
 
 impl Scores {
@@ -75,7 +77,18 @@ fn best_first<'a>(mut ranked: Vec<(f64, u32)>, limit: usize, id: impl Fn(u32) ->
 impl SearchIndex {
     /// `(number of matching links, the best `limit` hits)`, best first, ties by id. A blank query matches nothing.
     pub fn search(&self, query: &str, limit: usize, public_only: bool) -> (usize, Vec<Hit>) {
-        let terms = search_terms(query);
+        self.search_within(query, limit, public_only, MAX_EXAMINED)
+    }
+
+    /// `search`, taking no further terms once `budget` postings have been read.
+    pub(super) fn search_within(
+        &self,
+        query: &str,
+        limit: usize,
+        public_only: bool,
+        budget: usize,
+    ) -> (usize, Vec<Hit>) {
+        let mut terms = search_terms(query);
         if terms.is_empty() || terms.len() > usize::from(u16::MAX) {
             return (0, Vec::new());
         }
@@ -85,9 +98,14 @@ impl SearchIndex {
             matched: vec![0; n],
             best: vec![0.0; n],
             touched: Vec::new(),
+            examined: 0,
         };
         let mut matching = Vec::new();
         for (i, term) in terms.iter().enumerate() {
+            if scores.examined >= budget {
+                terms.truncate(i); // the rest are ignored, like terms past MAX_TERMS
+                break;
+            }
             self.score_term(term, i, public_only, &mut scores);
             matching = scores.finish_term();
             if matching.is_empty() {
@@ -124,6 +142,7 @@ impl SearchIndex {
             } else {
                 u8::MAX
             };
+            scores.examined += postings.len();
             for p in postings.iter() {
                 let fields = p.fields() & allowed;
                 if fields == 0
@@ -143,5 +162,28 @@ impl SearchIndex {
             TermKind::Tag => self.tags.for_each_match(term, offer_postings),
             TermKind::Word => self.words.for_each_match(term, offer_postings),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::index::tests::link;
+    use super::super::index::SearchIndex;
+
+    #[test]
+    fn terms_past_the_examined_budget_are_ignored() {
+        let mut index = SearchIndex::new();
+        for i in 0..100 {
+            index.upsert(
+                &format!("l{i}"),
+                link(&format!("s{i}"), "common words", "https://x.example/", &[]),
+                true,
+            );
+        }
+        assert_eq!(index.search_within("common absent", 10, false, usize::MAX).0, 0);
+        // "common" reads 100 postings, past a budget of 50: "absent" is not looked at.
+        assert_eq!(index.search_within("common absent", 10, false, 50).0, 100);
+        assert_eq!(index.filter_within("common absent", false, usize::MAX).len(), 0);
+        assert_eq!(index.filter_within("common absent", false, 50).len(), 100);
     }
 }

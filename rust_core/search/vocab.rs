@@ -55,6 +55,12 @@ pub struct Vocab {
     /// allocation per word, and an empty `rest` allocates nothing.
     heads: Vec<Posting>,
     rest: Vec<Vec<Posting>>,
+    /// ASCII words by their first byte and by their second: a typo match of an ASCII term must have the
+    /// term's first or second byte there (`could_be_close`), so a typo pass reads four buckets, not every word.
+    by_first: Vec<Vec<u32>>,
+    by_second: Vec<Vec<u32>>,
+    /// Words with a non-ASCII byte: checked by every typo pass.
+    non_ascii: Vec<u32>,
 }
 
 /// The postings of one word.
@@ -71,7 +77,6 @@ impl<'a> Postings<'a> {
         self.head.into_iter().chain(self.rest)
     }
 
-    #[cfg(test)]
     pub fn len(self) -> usize {
         usize::from(self.head.is_some()) + self.rest.len()
     }
@@ -99,6 +104,7 @@ impl Vocab {
                 }
                 self.heads.push(posting);
                 self.rest.push(Vec::new());
+                self.bucket(word, id);
                 return;
             }
         };
@@ -134,7 +140,11 @@ impl Vocab {
                 .iter()
                 .map(|p| allocation(p.capacity() * size_of::<Posting>()))
                 .sum::<usize>();
-        self.text.memory_bytes() + lookup + postings
+        let buckets = (self.by_first.iter().chain(&self.by_second))
+            .map(|b| size_of::<Vec<u32>>() + allocation(b.capacity() * size_of::<u32>()))
+            .sum::<usize>()
+            + self.non_ascii.capacity() * size_of::<u32>();
+        self.text.memory_bytes() + lookup + postings + buckets
     }
 
     pub fn shrink_to_fit(&mut self) {
@@ -143,6 +153,48 @@ impl Vocab {
         self.heads.shrink_to_fit();
         self.rest.shrink_to_fit();
         self.rest.iter_mut().for_each(Vec::shrink_to_fit);
+        for bucket in self.by_first.iter_mut().chain(&mut self.by_second) {
+            bucket.shrink_to_fit();
+        }
+        self.non_ascii.shrink_to_fit();
+    }
+
+    fn bucket(&mut self, word: &str, id: u32) {
+        if self.by_first.is_empty() {
+            self.by_first.resize_with(128, Vec::new);
+            self.by_second.resize_with(128, Vec::new);
+        }
+        match word.as_bytes() {
+            bytes if !word.is_ascii() || bytes.is_empty() => self.non_ascii.push(id),
+            [first] => self.by_first[usize::from(*first)].push(id),
+            [first, second, ..] => {
+                self.by_first[usize::from(*first)].push(id);
+                self.by_second[usize::from(*second)].push(id);
+            }
+            [] => {}
+        }
+    }
+
+    /// Ids of the words a typo pass for `term` must look at, each once.
+    fn typo_candidates<'a>(&'a self, term: &'a Term) -> Box<dyn Iterator<Item = u32> + 'a> {
+        let bytes = term.text.as_bytes();
+        if !term.is_ascii() || bytes.len() < 2 || self.by_first.is_empty() {
+            return Box::new(0..self.text.len() as u32);
+        }
+        let (t0, t1) = (usize::from(bytes[0]), usize::from(bytes[1]));
+        let firsts = if t0 == t1 { vec![t0] } else { vec![t0, t1] };
+        let by_first = firsts
+            .clone()
+            .into_iter()
+            .flat_map(|b| self.by_first[b].iter().copied());
+        // Words starting with t0 or t1 were in `by_first` already.
+        let by_second = firsts.into_iter().flat_map(move |b| {
+            self.by_second[b].iter().copied().filter(move |&id| {
+                let first = usize::from(self.text.entry_text(id as usize).as_bytes()[0]);
+                first != t0 && first != t1
+            })
+        });
+        Box::new(by_first.chain(by_second).chain(self.non_ascii.iter().copied()))
     }
 
     #[cfg(test)]
@@ -175,7 +227,8 @@ impl Vocab {
         if fuzzy {
             let head = term.text.as_bytes();
             let mut scratch = Vec::new();
-            for id in 0..self.text.len() {
+            for id in self.typo_candidates(term) {
+                let id = id as usize;
                 let word = self.text.entry_text(id);
                 let ascii = word.is_ascii();
                 if ascii && term.is_ascii() && !could_be_close(head, word.as_bytes()) {
