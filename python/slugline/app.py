@@ -25,6 +25,7 @@ from slugline.clicks.buffer import recording
 from slugline.dashboard import install as install_dashboard
 from slugline.errors import ServiceError, describe_validation
 from slugline.mcp import McpEndpoint
+from slugline.oauth.install import install as install_oauth
 from slugline.redirects.layer import RedirectLayer
 from slugline.runtime import Runtime
 from slugline.settings import Settings, get_settings
@@ -93,6 +94,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     install_error_handlers(app)
     install_dashboard(app)  # `/` and `/app/...`: pages for people, with HTML error pages of their own
+    install_oauth(app)  # discovery metadata, /oauth/... and the consent page, for MCP clients that sign in
     app.add_middleware(RateLimitMiddleware)
     app.add_middleware(DatabaseGuard)  # outside the rate limits: their caller lookup reads the database
     return app

@@ -1,4 +1,5 @@
-"""A second, independent MCP client: the MCP Inspector's CLI (npm) against a real `slugline serve --workers 2`.
+"""A second, independent MCP client: the MCP Inspector's CLI (npm) against a real `slugline serve --workers 2`, with
+a key and with OAuth.
 
 The Inspector is installed once into `node_modules/.inspector` (git-ignored). Without npm, or when the registry cannot
 be reached, the tests skip with the reason, except in CI (CI=true), where they fail.
@@ -13,10 +14,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
+import httpx
 import pytest
 
 from tests.e2e.mcp_client import TOOL_NAMES
-from tests.e2e.server import Keys, Server, ServerFactory, make_account
+from tests.e2e.oauth_client import Person
+from tests.e2e.server import Keys, Server, ServerFactory, free_port, make_account
 from tests.helpers import unavailable
 
 PACKAGE, VERSION = "@modelcontextprotocol/inspector", "2.12.0"
@@ -107,3 +111,60 @@ def test_inspector_is_refused_with_a_bad_key(inspector: Path, served: tuple[Serv
     server, _ = served
     result = run(inspector, server, "svc_live_not-a-key", tmp_path, "--method", "tools/list")
     assert result.returncode != 0 and '"tools"' not in result.stdout
+
+
+@pytest.mark.anyio
+async def test_inspector_signs_in_with_oauth(inspector: Path, served: tuple[Server, Keys], tmp_path: Path) -> None:
+    """No key: the Inspector discovers the authorization server from the 401, registers, and prints the authorization
+    URL (it would open a browser); a signed-in person consents, the redirect reaches the Inspector's loopback
+    listener, and it lists the tools with the access token it got."""
+    server, keys = served
+    callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
+    command = [str(inspector), "--cli", f"{server.url}/mcp", "--transport", "http", "--method", "tools/list"]
+    env = {
+        **os.environ,
+        "MCP_CATALOG_PATH": str(tmp_path / "catalog.json"),
+        "HOME": str(tmp_path),  # its OAuth state file goes under ~/.mcp-inspector
+        "MCP_INSPECTOR_SECRET_STORE": "memory",
+        "MCP_AUTO_OPEN_ENABLED": "true",  # without a TTY it starts interactive OAuth only when told to
+        "PATH": f"{no_browser(tmp_path)}:{os.environ['PATH']}",
+    }
+    proc = await anyio.to_thread.run_sync(start, [*command, "--callback-url", callback], env)
+    try:
+        url = await anyio.to_thread.run_sync(authorization_url, proc)
+        async with Person(server, keys.username, scope="public") as person, httpx.AsyncClient() as browser:
+            await person.open(url)
+            assert person.redirected_to is not None and person.redirected_to.startswith(callback)
+            assert (await browser.get(person.redirected_to)).status_code == 200
+        stdout, stderr = await anyio.to_thread.run_sync(lambda: proc.communicate(timeout=60))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, (stdout[-2000:], stderr[-2000:])
+    assert {tool["name"] for tool in json.loads(stdout)["tools"]} == TOOL_NAMES
+
+
+def start(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    pipe = subprocess.PIPE
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, text=True, env=env)
+
+
+def no_browser(tmp_path: Path) -> Path:
+    """An `xdg-open` that opens nothing: the test is the browser."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    opener = bin_dir / "xdg-open"
+    opener.write_text("#!/bin/sh\nexit 0\n")
+    opener.chmod(0o755)
+    return bin_dir
+
+
+def authorization_url(proc: subprocess.Popen[str]) -> str:
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("Please navigate to: "):
+            return line.removeprefix("Please navigate to: ").strip()
+    raise AssertionError(f"the Inspector printed no authorization URL: {''.join(seen)[-2000:]}")

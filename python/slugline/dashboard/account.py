@@ -13,6 +13,7 @@ from starlette.responses import Response
 from slugline.dashboard.pages import field_errors, read_form, redirect, render
 from slugline.dashboard.session import Visitor, check_csrf, visitor
 from slugline.errors import ServiceError
+from slugline.oauth.consent import connected_apps
 from slugline.services import accounts, keys, limits
 from slugline.web.request import client_ip
 
@@ -44,6 +45,7 @@ async def _settings(request: Request, who: Visitor, status: int = 200, **context
         scopes=SCOPES,
         plan_notice=_plan_notice(caller),
         mcp_url=f"{caller.base_url}/mcp",
+        connected_apps=await connected_apps(who),
         **context,
     )
 

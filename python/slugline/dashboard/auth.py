@@ -27,12 +27,21 @@ async def root(request: Request) -> Response:
     return redirect(HOME if who.caller else "/app/login")
 
 
+def safe_next(value: str | None) -> str | None:
+    """Where to go after signing in (the OAuth consent page sends people here): a path on this site only, never
+    another origin (`//host`, `/\\host`) or a scheme."""
+    if not value or len(value) > 4096 or not value.startswith("/") or value.startswith(("//", "/\\")):
+        return None
+    return None if any(c.isspace() or not c.isprintable() for c in value) else value
+
+
 @router.get("/app/login")
 async def login_form(request: Request) -> Response:
     who = await visitor(request)
+    next_url = safe_next(request.query_params.get("next"))
     if who.caller:
-        return redirect(HOME)
-    return render(request, who, "signin.html", mode="login", username="")
+        return redirect(next_url or HOME)
+    return render(request, who, "signin.html", mode="login", username="", next_url=next_url)
 
 
 @router.get("/app/register")
@@ -69,8 +78,17 @@ async def _sign_in(request: Request, mode: str) -> Response:
             made = await run_in_threadpool(accounts.register, rt, data)
     except ServiceError as exc:
         errors = field_errors(exc.message, FIELDS)
-        return render(request, who, "signin.html", exc.status, mode=mode, username=data["username"], errors=errors)
-    response = redirect(HOME)
+        return render(
+            request,
+            who,
+            "signin.html",
+            exc.status,
+            mode=mode,
+            username=data["username"],
+            errors=errors,
+            next_url=safe_next(form.get("next")),
+        )
+    response = redirect(safe_next(form.get("next")) or HOME)
     set_session(request, response, made["token"])
     return response
 

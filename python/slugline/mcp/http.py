@@ -20,11 +20,12 @@ from starlette.types import Receive, Scope, Send
 
 from slugline.errors import ServiceError
 from slugline.mcp.tools import CALLER_KEY, RUNTIME_KEY, build_server
+from slugline.oauth.routes import resource_metadata_url
 from slugline.runtime import Runtime
 from slugline.services import accounts
 from slugline.settings import Settings
 from slugline.web.identity import identify
-from slugline.web.request import MAX_BODY
+from slugline.web.request import MAX_BODY, request_base
 from slugline.web.responses import error
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -100,11 +101,20 @@ class McpEndpoint:
             caller = (await identify(self.runtime, request.scope)).require()
             accounts.require_api_key(caller)
         except ServiceError as exc:
-            return error(exc.status, exc.message, exc.headers)
+            return error(exc.status, exc.message, self._challenge(request, exc))
         if refused := await self._refusal(request, is_post=True):
             return refused
         request.scope[CALLER_KEY], request.scope[RUNTIME_KEY] = caller, self.runtime
         return None
+
+    def _challenge(self, request: Request, exc: ServiceError) -> dict[str, str]:
+        """A 401 names the Protected Resource Metadata (RFC 9728 §5.1), where an OAuth client starts discovery."""
+        if exc.status != 401:
+            return dict(exc.headers)
+        assert self.runtime is not None
+        url = resource_metadata_url(request_base(request.scope, self.runtime))
+        sent = 'error="invalid_token", ' if "authorization" in request.headers else ""
+        return {**exc.headers, "WWW-Authenticate": f'Bearer {sent}resource_metadata="{url}"'}
 
     async def _refusal(self, request: Request, is_post: bool) -> Response | None:
         """The SDK's Host/Origin (and, once the caller is known, Content-Type) checks, answered as {"error": ...}."""

@@ -14,11 +14,13 @@ from starlette.types import Scope
 from slugline import _core
 from slugline.caller import Caller
 from slugline.errors import Unauthorized
+from slugline.oauth import tokens
 from slugline.runtime import Runtime
 from slugline.services import accounts
 from slugline.web.request import header, request_base
 
 IDENTITY_KEY = "slugline.identity"
+REST_REFUSES_OAUTH = "OAuth access tokens are for the MCP endpoint (/mcp) only: the REST API takes API keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +48,23 @@ def _resolve(rt: Runtime, scope: Scope) -> Identity:
     authorization = header(scope, b"authorization")
     if authorization is None:
         return Identity(None, None)
-    _, _, token = authorization.partition(" ")
+    scheme, _, token = authorization.partition(" ")
     token = token.strip()
+    if token.startswith(tokens.ACCESS_PREFIX) and scheme.lower() == "bearer":
+        return _resolve_oauth(rt, scope, token)
     digest = _core.hash_key(rt.secret, token) if _core.key_kind(token) is not None else None
     try:
         return Identity(accounts.authenticate(rt, authorization, request_base(scope, rt)), None, digest)
+    except Unauthorized as exc:
+        return Identity(None, exc, digest)
+
+
+def _resolve_oauth(rt: Runtime, scope: Scope, token: str) -> Identity:
+    """An OAuth access token is bound to this server's /mcp (its audience); the REST API takes API keys only."""
+    digest = tokens.digest(rt, token) if tokens.well_formed(token, tokens.ACCESS_PREFIX) else None
+    if scope.get("path", "").rstrip("/") != "/mcp":
+        return Identity(None, Unauthorized(REST_REFUSES_OAUTH), digest)
+    try:
+        return Identity(tokens.authenticate(rt, token, request_base(scope, rt)), None, digest)
     except Unauthorized as exc:
         return Identity(None, exc, digest)

@@ -1,0 +1,121 @@
+"""Client ID Metadata Documents: a client whose `client_id` is an https URL publishes its registration there, and
+this server fetches it — through the fetcher's address checks (no private, loopback or metadata address; the
+connection goes to the address that was checked), with no redirects, a small byte cap and a short, byte-budgeted
+cache, so a client_id can neither aim the server inward nor make it hold much memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections import OrderedDict
+from urllib.parse import urlsplit
+
+import httpcore
+import orjson
+from mcp.shared.auth import OAuthClientInformationFull
+from pydantic import ValidationError
+
+from slugline import fetcher
+from slugline.runtime import Runtime
+
+MAX_DOCUMENT = 16 << 10  # bytes of one document (the draft expects a few hundred)
+CACHE_BUDGET = 1 << 20  # bytes of documents cached per worker
+CACHE_SECONDS = 300.0
+TIMEOUT = 5.0
+
+
+class DocumentError(ValueError):
+    """The client_id URL or the document behind it is refused; the message is meant for a human."""
+
+
+def is_document_url(client_id: str) -> bool:
+    return client_id.startswith("https://")
+
+
+class DocumentCache:
+    """URL → (expiry, size, client), least recently used first, evicted past the byte budget."""
+
+    def __init__(self, budget: int = CACHE_BUDGET) -> None:
+        self.budget, self.used = budget, 0
+        self.entries: OrderedDict[str, tuple[float, int, OAuthClientInformationFull]] = OrderedDict()
+
+    def get(self, url: str) -> OAuthClientInformationFull | None:
+        found = self.entries.get(url)
+        if found is None or found[0] < time.monotonic():
+            return None
+        self.entries.move_to_end(url)
+        return found[2]
+
+    def put(self, url: str, size: int, client: OAuthClientInformationFull) -> None:
+        if (old := self.entries.pop(url, None)) is not None:
+            self.used -= old[1]
+        self.entries[url] = (time.monotonic() + CACHE_SECONDS, size + len(url), client)
+        self.used += size + len(url)
+        while self.used > self.budget and self.entries:
+            self.used -= self.entries.popitem(last=False)[1][1]
+
+
+CACHE = DocumentCache()
+
+
+def _check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/") or parts.fragment:
+        raise DocumentError("client_id must be an https URL with a path and no fragment")
+    if parts.username or parts.password or any(seg in (".", "..") for seg in parts.path.split("/")):
+        raise DocumentError("client_id must not carry credentials or dot segments")
+
+
+async def resolve(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = None) -> OAuthClientInformationFull:
+    """The client registered by the document at `url` (cached); DocumentError when it cannot be used."""
+    if (cached := CACHE.get(url)) is not None:
+        return cached
+    _check_url(url)
+    body = await download(rt, url, ssl_context)
+    try:
+        data = orjson.loads(body)
+        client = OAuthClientInformationFull.model_validate({**data, "client_secret": None})
+    except (orjson.JSONDecodeError, ValidationError, TypeError) as exc:
+        raise DocumentError(f"the client metadata document is not valid: {str(exc)[:200]}") from None
+    if data.get("client_id") != url:
+        raise DocumentError("the client metadata document's client_id is not its own URL")
+    if client.token_endpoint_auth_method not in (None, "none") or not client.redirect_uris:
+        raise DocumentError("the client metadata document must list redirect_uris and use no client secret")
+    client.token_endpoint_auth_method = "none"
+    CACHE.put(url, len(body), client)
+    return client
+
+
+async def download(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = None) -> bytes:
+    """GET `url` from a checked address, at most MAX_DOCUMENT bytes of JSON, no redirects."""
+    try:
+        target = fetcher._parse_url(url)
+        literal = fetcher._literal_ip(target.host)
+        async with asyncio.timeout(TIMEOUT):
+            addrs = [literal] if literal is not None else await fetcher._resolve(target.host, target.port)
+            for addr in addrs:
+                fetcher.check_address(addr, rt.fetch_networks())
+            return await _get(target, addrs, ssl_context)
+    except fetcher.UnsafeURLError as exc:
+        raise DocumentError(f"client_id refused: {exc}") from None
+    except (TimeoutError, OSError, httpcore.NetworkError, httpcore.TimeoutException, httpcore.ProtocolError) as exc:
+        raise DocumentError(f"the client metadata document could not be fetched: {str(exc)[:200]}") from None
+
+
+async def _get(target: fetcher._Target, addrs: list[fetcher.IPAddress], ssl_context: ssl.SSLContext | None) -> bytes:
+    url = httpcore.URL(scheme=target.scheme, host=target.host, port=target.port, target=target.path)
+    headers = [("Host", target.host_header), ("User-Agent", fetcher.USER_AGENT), ("Accept", "application/json")]
+    pool = httpcore.AsyncConnectionPool(
+        ssl_context=ssl_context, network_backend=fetcher._PinnedBackend(addrs), retries=0
+    )
+    async with pool, pool.stream("GET", url, headers=headers) as resp:
+        if resp.status != 200:
+            raise DocumentError(f"the client metadata document answered HTTP {resp.status}")
+        body = bytearray()
+        async for chunk in resp.aiter_stream():
+            body += chunk
+            if len(body) > MAX_DOCUMENT:
+                raise DocumentError(f"the client metadata document is larger than {MAX_DOCUMENT // 1024} KiB")
+        return bytes(body)

@@ -1,0 +1,149 @@
+"""The OAuth endpoints: discovery metadata (RFC 9728, RFC 8414), and the SDK's handlers for registration (RFC 7591),
+authorization, token and revocation (RFC 7009), each given a provider for the request's base URL.
+
+Errors here follow RFC 6749 (`{"error": "<code>", "error_description": "..."}`), which OAuth clients parse; the
+endpoints clients call without a person (register, token, revoke) draw from the caller's anonymous IP bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.middleware.client_auth import ClientAuthenticator
+from mcp.server.auth.routes import cors_middleware
+from mcp.server.auth.settings import ClientRegistrationOptions
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from slugline.oauth import documents
+from slugline.oauth.provider import Provider
+from slugline.oauth.tokens import SCOPES, mcp_resource
+from slugline.runtime import Runtime
+from slugline.services.limits import ip_key
+from slugline.web.request import client_ip, request_base
+
+PRM_PATH = "/.well-known/oauth-protected-resource"
+AS_PATH = "/.well-known/oauth-authorization-server"
+REGISTRATION = ClientRegistrationOptions(enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES))
+NO_STORE = {"Cache-Control": "no-store"}
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _runtime(request: Request) -> Runtime:
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+def _base(request: Request) -> str:
+    return request_base(request.scope, _runtime(request)).rstrip("/")
+
+
+def resource_metadata_url(base: str) -> str:
+    return f"{base.rstrip('/')}{PRM_PATH}/mcp"
+
+
+async def protected_resource(request: Request) -> Response:
+    base = _base(request)
+    return JSONResponse(
+        {
+            "resource": mcp_resource(base),
+            "authorization_servers": [base],
+            "scopes_supported": list(SCOPES),
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Slugline",
+            "resource_documentation": f"{base}/api/v1/docs",
+        }
+    )
+
+
+async def authorization_server(request: Request) -> Response:
+    base = _base(request)
+    auth_methods = ["client_secret_post", "client_secret_basic", "none"]
+    return JSONResponse(
+        {
+            "issuer": base,
+            "authorization_endpoint": f"{base}/oauth/authorize",
+            "token_endpoint": f"{base}/oauth/token",
+            "registration_endpoint": f"{base}/oauth/register",
+            "revocation_endpoint": f"{base}/oauth/revoke",
+            "scopes_supported": list(SCOPES),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_methods_supported": auth_methods,
+            "revocation_endpoint_auth_methods_supported": auth_methods,
+            "code_challenge_methods_supported": ["S256"],
+            "client_id_metadata_document_supported": True,
+            "authorization_response_iss_parameter_supported": True,
+        }
+    )
+
+
+def _provider(request: Request) -> Provider:
+    return Provider(_runtime(request), _base(request))
+
+
+async def authorize(request: Request) -> Response:
+    client_id = request.query_params.get("client_id", "")
+    if request.method == "GET" and documents.is_document_url(client_id):
+        # The SDK would only say "not found": say why a Client ID Metadata Document was refused.
+        try:
+            await documents.resolve(_runtime(request), client_id)
+        except documents.DocumentError as exc:
+            return JSONResponse({"error": "invalid_client", "error_description": str(exc)}, 400, NO_STORE)
+    return await AuthorizationHandler(_provider(request)).handle(request)
+
+
+def _limited(handler: Callable[[Provider], Handler]) -> Handler:
+    async def endpoint(request: Request) -> Response:
+        rt = _runtime(request)
+        decision = await rt.limiter.hit(f"oauth:{ip_key(client_ip(request.scope))}", rt.settings.rate_limit_anonymous)
+        if not decision.allowed:
+            body = {"error": "slow_down", "error_description": f"too many requests: retry in {decision.retry_after} s"}
+            return JSONResponse(body, 429, {**NO_STORE, "Retry-After": str(decision.retry_after)})
+        return await handler(_provider(request))(request)
+
+    return endpoint
+
+
+def _token(p: Provider) -> Handler:
+    return TokenHandler(p, ClientAuthenticator(p)).handle
+
+
+def _register(p: Provider) -> Handler:
+    return RegistrationHandler(p, REGISTRATION).handle
+
+
+def _revoke(p: Provider) -> Handler:
+    return RevocationHandler(p, ClientAuthenticator(p)).handle
+
+
+def routes() -> list[Route]:
+    """Every OAuth route; the consent page is the dashboard-side half (`oauth.consent`)."""
+    posted: list[tuple[str, Callable[[Provider], Handler]]] = [
+        ("/oauth/token", _token),
+        ("/oauth/register", _register),
+        ("/oauth/revoke", _revoke),
+    ]
+    found: list[Route] = [
+        Route(path, cors_middleware(handler, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])
+        for path, handler in (
+            (PRM_PATH, protected_resource),
+            (f"{PRM_PATH}/mcp", protected_resource),
+            (AS_PATH, authorization_server),
+        )
+    ]
+    found.append(Route("/oauth/authorize", authorize, methods=["GET", "POST"]))
+    found.extend(
+        Route(path, cors_middleware(_limited(make), ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
+        for path, make in posted
+    )
+    return found
+
+
+__all__: list[Any] = ["resource_metadata_url", "routes"]

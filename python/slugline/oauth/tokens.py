@@ -1,0 +1,103 @@
+"""OAuth codes and tokens: made from the API-key machinery under prefixes of their own, stored only as keyed hashes,
+and the one function that turns an access token into a Caller (at /mcp only).
+
+A token is `prefix + 32 base62 + 6-char checksum`, the body of a `_core` key: a mistyped token is refused without a
+database read. Every use reads the token's row, so a disconnected app is refused at once on every worker and
+instance; nothing about a token is cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from slugline import _core
+from slugline.caller import Caller, Scope
+from slugline.clock import as_utc, utcnow
+from slugline.errors import Unauthorized
+from slugline.models import Account
+from slugline.oauth.models import OAuthGrant, OAuthToken
+from slugline.runtime import Runtime
+
+ACCESS_PREFIX, REFRESH_PREFIX, CODE_PREFIX = "svc_oat_", "svc_ort_", "svc_oac_"
+ACCESS_TTL = timedelta(hours=1)
+REFRESH_TTL = timedelta(days=30)
+CODE_TTL = timedelta(minutes=5)
+LAST_USED_EVERY = timedelta(minutes=1)  # a grant's last_used_at is written at most this often
+_BODY_OF = "svc_live_"  # the key kind whose body (random part and checksum) a token borrows
+SCOPES: tuple[Scope, ...] = ("full", "public")
+
+
+def new_token(prefix: str) -> str:
+    return prefix + _core.generate_key("full").removeprefix(_BODY_OF)
+
+
+def well_formed(token: str, prefix: str) -> bool:
+    return token.startswith(prefix) and _core.key_kind(_BODY_OF + token.removeprefix(prefix)) == "full"
+
+
+def digest(rt: Runtime, token: str) -> str:
+    return _core.hash_key(rt.secret, token)
+
+
+def mcp_resource(base: str) -> str:
+    """The audience of every token this server issues (RFC 8707): its MCP endpoint."""
+    return f"{base.rstrip('/')}/mcp"
+
+
+def same_resource(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+@dataclass(frozen=True, slots=True)
+class Issued:
+    access_token: str
+    refresh_token: str
+    scope: str
+    expires_in: int
+
+
+def issue(rt: Runtime, session: Session, grant: OAuthGrant, resource: str) -> Issued:
+    """A new access token and refresh token for the grant."""
+    now = utcnow()
+    access, refresh = new_token(ACCESS_PREFIX), new_token(REFRESH_PREFIX)
+    for token, kind, ttl in ((access, "access", ACCESS_TTL), (refresh, "refresh", REFRESH_TTL)):
+        session.add(
+            OAuthToken(
+                token_hash=digest(rt, token), grant_id=grant.id, kind=kind, resource=resource, expires_at=now + ttl
+            )
+        )
+    return Issued(access, refresh, grant.scope, int(ACCESS_TTL.total_seconds()))
+
+
+def expired(expires_at: datetime) -> bool:
+    return as_utc(expires_at) <= utcnow()
+
+
+def authenticate(rt: Runtime, token: str, base_url: str) -> Caller:
+    """The caller behind an access token presented at this server's /mcp; 401 for a malformed, unknown, revoked or
+    expired token, or one issued for another resource (audience)."""
+    if not well_formed(token, ACCESS_PREFIX):
+        raise Unauthorized("malformed OAuth access token")
+    with rt.db.session() as session:
+        row = session.execute(
+            select(OAuthToken, OAuthGrant, Account)
+            .join(OAuthGrant, OAuthToken.grant_id == OAuthGrant.id)
+            .join(Account, OAuthGrant.account_id == Account.id)
+            .where(OAuthToken.token_hash == digest(rt, token), OAuthToken.kind == "access")
+        ).first()
+        if row is None:
+            raise Unauthorized("invalid or revoked OAuth access token")
+        found, grant, account = row
+        if expired(found.expires_at):
+            raise Unauthorized("the OAuth access token has expired: refresh it")
+        if not same_resource(found.resource, mcp_resource(base_url)):
+            raise Unauthorized("the OAuth access token was issued for another resource")
+        now = utcnow()
+        if grant.last_used_at is None or now - as_utc(grant.last_used_at) > LAST_USED_EVERY:
+            grant.last_used_at = now
+        scope: Scope = "public" if grant.scope == "public" else "full"
+        return Caller(account.id, account.username, account.plan, scope, account.created_at, base_url)

@@ -1,0 +1,94 @@
+"""Client ID Metadata Documents: what a document must say, the URL rules, the byte-budgeted cache, and the fetch
+through the fetcher's address checks (a private address is refused before any connection)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import orjson
+import pytest
+from mcp.shared.auth import OAuthClientInformationFull
+from pydantic import AnyUrl
+from starlette.testclient import TestClient
+
+from slugline.oauth import documents
+from slugline.runtime import Runtime
+from tests.helpers import Account
+
+pytestmark = pytest.mark.anyio
+URL = "https://app.example/oauth/client.json"
+REDIRECT = "https://app.example/callback"
+
+
+def serve(monkeypatch: pytest.MonkeyPatch, document: dict[str, object]) -> list[str]:
+    """Documents come from `document` instead of the network; the URLs fetched are recorded."""
+    fetched: list[str] = []
+
+    async def download(rt: Runtime, url: str, ssl_context: object = None) -> bytes:
+        fetched.append(url)
+        return orjson.dumps(document)
+
+    monkeypatch.setattr(documents, "download", download)
+    monkeypatch.setattr(documents, "CACHE", documents.DocumentCache())
+    return fetched
+
+
+async def test_a_document_registers_its_client_once(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    fetched = serve(monkeypatch, {"client_id": URL, "client_name": "Doc App", "redirect_uris": [REDIRECT]})
+    client = await documents.resolve(runtime, URL)
+    assert client.client_name == "Doc App" and client.token_endpoint_auth_method == "none"
+    assert client.client_secret is None
+    await documents.resolve(runtime, URL)
+    assert fetched == [URL]  # cached
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"client_id": "https://other.example/c.json", "redirect_uris": [REDIRECT]}, "not its own URL"),
+        ({"client_id": URL}, "must list redirect_uris"),
+        (
+            {"client_id": URL, "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_post"},
+            "no client",
+        ),
+        ({"client_id": URL, "redirect_uris": "nope"}, "not valid"),
+    ],
+)
+async def test_unusable_documents(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch, document: dict[str, object], message: str
+) -> None:
+    serve(monkeypatch, document)
+    with pytest.raises(documents.DocumentError, match=message):
+        await documents.resolve(runtime, URL)
+
+
+@pytest.mark.parametrize("url", ["http://app.example/c.json", "https://app.example/", "https://app.example/a#f"])
+async def test_client_id_url_rules(runtime: Runtime, url: str) -> None:
+    with pytest.raises(documents.DocumentError, match="https URL with a path"):
+        await documents.resolve(runtime, url)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "10.1.2.3", "169.254.169.254", "[::1]", "[fd00::1]"])
+async def test_private_addresses_are_refused_before_connecting(runtime: Runtime, host: str) -> None:
+    strict = replace(runtime, settings=runtime.settings.model_copy(update={"fetch_allow_private": False}))
+    with pytest.raises(documents.DocumentError, match="private or reserved address"):
+        await documents.download(strict, f"https://{host}/client.json")
+
+
+def test_the_cache_keeps_to_its_byte_budget() -> None:
+    cache = documents.DocumentCache(budget=1000)
+    client = OAuthClientInformationFull(client_id=URL, redirect_uris=[AnyUrl(REDIRECT)])
+    for n in range(20):
+        cache.put(f"{URL}?{n}", 200, client)
+        assert cache.used <= 1000
+    assert cache.get(f"{URL}?19") is client and cache.get(f"{URL}?0") is None
+
+
+def test_authorize_names_why_a_document_was_refused(client: TestClient, make_account: Callable[..., Account]) -> None:
+    res = client.get(
+        "/oauth/authorize",
+        params={"response_type": "code", "client_id": "https://10.0.0.1/c.json", "code_challenge": "x" * 43},
+    )
+    assert res.status_code == 400
+    assert res.json()["error"] == "invalid_client" and "private" in res.json()["error_description"]
