@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
@@ -215,3 +216,9 @@ def expire_tokens(server: Server) -> None:
     path = server.database_url.removeprefix("sqlite:///")
     with closing(sqlite3.connect(path)) as db, db:
         db.execute("UPDATE oauth_tokens SET expires_at = '2000-01-01 00:00:00.000000'")
+
+
+def stored_bytes(server: Server) -> bytes:
+    """The SQLite database's files as bytes (the write-ahead log included), to look for secrets in them."""
+    path = Path(server.database_url.removeprefix("sqlite:///"))
+    return b"".join(p.read_bytes() for p in (path, path.with_name(path.name + "-wal")) if p.exists())

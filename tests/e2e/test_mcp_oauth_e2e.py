@@ -21,6 +21,7 @@ from tests.e2e.oauth_client import (
     mcp_post,
     oauth_provider,
     pkce,
+    stored_bytes,
 )
 from tests.e2e.server import ServerFactory, api, make_account
 
@@ -144,7 +145,24 @@ async def test_refusals(start_server: ServerFactory) -> None:
         assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
         assert (await mcp_post(http, second["access_token"])).status_code == 401
 
+        # RFC 7009: the app revokes its access token; its refresh token goes with it.
+        flow = await by_hand(server, person)
+        tokens = (await http.post("/oauth/token", data=flow.token_form())).json()
+        creds = {"client_id": flow.client_id, "client_secret": flow.client_secret}
+        res = await http.post("/oauth/revoke", data={**creds, "token": tokens["access_token"]})
+        assert res.status_code == 200
+        assert (await mcp_post(http, tokens["access_token"])).status_code == 401
+        res = await http.post("/oauth/token", data=flow.refresh_form(tokens["refresh_token"]))
+        assert res.status_code == 400 and res.json()["error"] == "invalid_grant"
+
+        # Only keyed hashes are stored: no token or code appears in the database file.
+        stored = stored_bytes(server)
+        assert tokens["access_token"].encode() not in stored and tokens["refresh_token"].encode() not in stored
+        assert flow.code.encode() not in stored and flow.client_secret.encode() not in stored
+
         # An expired access token.
+        flow = await by_hand(server, person)
+        tokens = (await http.post("/oauth/token", data=flow.token_form())).json()
         expire_tokens(server)
         res = await mcp_post(http, tokens["access_token"])
         assert res.status_code == 401 and "expired" in res.json()["error"]
