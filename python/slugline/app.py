@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from slugline import __version__
-from slugline.api import API_PREFIX, routers
+from slugline.api import API_PREFIX, openapi, routers
 from slugline.clicks.buffer import recording
 from slugline.dashboard import install as install_dashboard
 from slugline.errors import ServiceError, describe_validation
@@ -53,9 +53,12 @@ def install_error_handlers(app: FastAPI) -> None:
         return error(422, describe_validation(errors))
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> JSON:
+    async def http_error(request: Request, exc: HTTPException) -> JSON:
         message = HTTP_MESSAGES.get(exc.status_code) or str(exc.detail)
-        return error(exc.status_code, message, exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # Starlette names the methods of one route only; a path may have several
+            headers["Allow"] = openapi.allowed_methods(request.app, request.url.path) or headers.get("Allow", "")
+        return error(exc.status_code, message, headers)
 
     @app.exception_handler(Exception)
     async def crash(_: Request, exc: Exception) -> JSON:
@@ -93,6 +96,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself.
     app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     install_error_handlers(app)
+    openapi.install(app, API_PREFIX)
     install_dashboard(app)  # `/` and `/app/...`: pages for people, with HTML error pages of their own
     install_oauth(app)  # discovery metadata, /oauth/... and the consent page, for MCP clients that sign in
     app.add_middleware(RateLimitMiddleware)

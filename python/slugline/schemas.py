@@ -7,12 +7,13 @@ what the service enforces.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from slugline import _core
+from slugline import _core, patterns
 from slugline.bounds import (
     MAX_DAYS,
     MAX_DESCRIPTION,
@@ -42,12 +43,14 @@ from slugline.visibility import Visibility
 SortField = Literal["created_at", "updated_at", "title", "slug", "clicks"]
 Direction = Literal["asc", "desc"]
 KeyScope = Literal["full", "public"]
+_DESTINATION = re.compile(patterns.DESTINATION)
+_PAGE_URL = re.compile(patterns.PAGE_URL)
 
 
 def check_destination(url: str) -> str:
-    url = url.strip()
-    if len(url) > MAX_URL:
+    if len(url) > MAX_URL:  # before stripping: the documented maxLength counts what was sent
         raise ValueError(f"destination_url must be at most {MAX_URL} characters")
+    url = url.strip()
     if any(c.isspace() or ord(c) < 32 for c in url):
         raise ValueError("destination_url must not contain whitespace or control characters")
     try:
@@ -59,6 +62,11 @@ def check_destination(url: str) -> str:
         raise ValueError("destination_url must be an absolute http(s) URL with a host")
     if parts.username is not None or parts.password is not None:
         raise ValueError("destination_url must not contain credentials")
+    if not _DESTINATION.fullmatch(url):  # what the schema promises, so a URL that passes it is never refused
+        raise ValueError(
+            "destination_url must be an http(s) URL with an ASCII host name or IPv4 address (punycode for "
+            "international names), an optional port, then the path"
+        )
     return url
 
 
@@ -74,12 +82,12 @@ def check_hashtags(tags: list[str]) -> list[str]:
         raise ValueError(f"hashtags may hold at most {MAX_TAGS} tags")
     seen: dict[str, None] = {}
     for raw in tags:
-        tag = raw.strip().lstrip("#").lower()
+        tag = raw.strip().lstrip("#")  # measured before lowercasing, which can lengthen a few characters
         if not 1 <= len(tag) <= MAX_TAG:
             raise ValueError(f"hashtags must each be 1-{MAX_TAG} characters (after '#' is stripped)")
         if any(c.isspace() for c in tag):
             raise ValueError(f"hashtag '{tag}' must not contain whitespace")
-        seen.setdefault(tag)
+        seen.setdefault(tag.lower())
     return list(seen)
 
 
@@ -89,6 +97,10 @@ Destination = Annotated[
         min_length=1,
         description=f"Where the short link redirects: an absolute http(s) URL with a host, at most "
         f"{MAX_URL} characters",
+        json_schema_extra={
+            "maxLength": MAX_URL,
+            "pattern": f"^[{patterns.SPACE}]*{patterns.DESTINATION[1:-1]}[{patterns.SPACE}]*$",
+        },
     ),
     AfterValidator(check_destination),
 ]
@@ -96,7 +108,8 @@ Slug = Annotated[
     str,
     Field(
         description=f"The path of the short URL: 1-{MAX_SLUG} of A-Z a-z 0-9 _ -, case-sensitive, not a reserved "
-        "word (api, mcp, health, ...); on create, omit it to get a random 7-character slug"
+        "word (api, mcp, health, ...); on create, omit it to get a random 7-character slug",
+        json_schema_extra={"pattern": patterns.SLUG, "not": {"pattern": patterns.RESERVED_SLUG}},
     ),
     AfterValidator(check_slug),
 ]
@@ -104,7 +117,8 @@ Hashtags = Annotated[
     list[str],
     Field(
         description=f"Up to {MAX_TAGS} tags of 1-{MAX_TAG} characters; a leading '#' is stripped, tags are "
-        "lowercased and de-duplicated"
+        "lowercased and de-duplicated",
+        json_schema_extra={"maxItems": MAX_TAGS, "items": {"type": "string", "pattern": patterns.HASHTAG}},
     ),
     AfterValidator(check_hashtags),
 ]
@@ -168,6 +182,7 @@ class LinkCreate(LinkUpdate):
     visibility: VisibilityField = Visibility.PUBLIC
     auto_meta: bool = Field(
         default=False,
+        strict=True,  # JSON true or false, not "0" or 1: what the schema says is what is accepted
         description="true: fetch the destination page's title and description "
         "(explicit fields win; a failed fetch never fails the create)",
     )
@@ -239,8 +254,26 @@ class SearchParams(_Strict):
     limit: int = Field(default=20, ge=1, le=MAX_SEARCH_LIMIT, description=f"Hits to return, 1-{MAX_SEARCH_LIMIT}")
 
 
+def check_page_url(url: str) -> str:
+    if not _PAGE_URL.fullmatch(url):
+        raise ValueError(
+            "url must be an http(s) URL with an ASCII host name (labels of 1-63 characters) or IPv4 address, then a "
+            "printable path"
+        )
+    return url
+
+
 class AnalyzeParams(_Strict):
-    url: str = Field(min_length=1, max_length=MAX_URL, description="The public http(s) URL to look at")
+    url: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_URL,
+            description="The public http(s) URL to look at",
+            json_schema_extra={"pattern": patterns.PAGE_URL},
+        ),
+        AfterValidator(check_page_url),
+    ]
 
 
 class AnalyticsParams(_Strict):
@@ -285,6 +318,17 @@ def properties(model: type[BaseModel]) -> dict[str, Any]:
         for branch in prop.get("anyOf", ()):  # `X | None` keeps X's help inside its branch: hoist it
             if "description" in branch:
                 prop.setdefault("description", branch.pop("description"))
+    return props
+
+
+def update_properties() -> dict[str, Any]:
+    """LinkUpdate's fields without defaults (a field left out stays as it is); null only where it clears."""
+    props = properties(LinkUpdate)
+    for name, prop in props.items():
+        prop.pop("default", None)
+        if name in NOT_NULLABLE and "anyOf" in prop:
+            [kept] = [branch for branch in prop.pop("anyOf") if branch.get("type") != "null"]
+            prop.update(kept)
     return props
 
 

@@ -8,15 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slugline.schemas import (
-    NOT_NULLABLE,
-    AnalyticsParams,
-    LinkCreate,
-    LinkUpdate,
-    ListParams,
-    object_schema,
-    properties,
-)
+from slugline.schemas import AnalyticsParams, LinkCreate, ListParams, object_schema, update_properties
 
 LINK_ID = {"type": "string", "description": "The link's id (lnk_...), as returned by list_links or create_link"}
 UPDATE_NOTE = " Send only the fields to change; null clears title, description, note or hashtags."
@@ -26,20 +18,9 @@ def _object(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "additionalProperties": False, "required": required}
 
 
-def _update_properties() -> dict[str, Any]:
-    """LinkUpdate's fields without defaults (a field left out stays as it is); null only where it clears."""
-    props = properties(LinkUpdate)
-    for name, prop in props.items():
-        prop.pop("default", None)
-        if name in NOT_NULLABLE and "anyOf" in prop:
-            [kept] = [branch for branch in prop.pop("anyOf") if branch.get("type") != "null"]
-            prop.update(kept)
-    return props
-
-
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 LIST_LINKS = object_schema(ListParams)
 CREATE_LINK = object_schema(LinkCreate)
-UPDATE_LINK = _object({"id": LINK_ID, **_update_properties()}, ["id"])
+UPDATE_LINK = _object({"id": LINK_ID, **update_properties()}, ["id"])
 DELETE_LINK = _object({"id": LINK_ID}, ["id"])
 GET_ANALYTICS = object_schema(AnalyticsParams)

@@ -12,9 +12,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from slugline import __version__
+from slugline import schemas_out as outputs
 from slugline.caller import Caller
 from slugline.errors import Invalid, ServiceError
-from slugline.mcp import inputs, outputs
+from slugline.mcp import inputs
 from slugline.runtime import Runtime
 from slugline.services import accounts, analytics, limits, links, meta
 

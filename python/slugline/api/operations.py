@@ -1,0 +1,64 @@
+"""What every REST operation answers, for the OpenAPI document: its success model and each error status.
+
+Handlers return orjson responses built from the service layer's dicts, so nothing here costs a request anything;
+`tests/e2e/test_openapi_e2e.py` runs schemathesis against a real server to prove the document tells the truth. A
+route missing here is documented with every error status and an open object, so it is never under-documented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from slugline import schemas_out as out
+
+Auth = Literal["key", "any", "optional", "none"]
+
+ERRORS = {
+    400: "Malformed JSON, or a body that is not application/json",
+    401: "Missing, malformed, unknown, revoked or expired token (with WWW-Authenticate: Bearer)",
+    403: "The account's plan has no API access, or the token's scope may not do this",
+    404: "No such item for this caller (hidden links of a public-only key look exactly like missing ones)",
+    409: "Taken (slug, username), or replaced by a concurrent request",
+    413: "The body is larger than the service accepts",
+    422: "Invalid input: the message names the field and the rule",
+    429: "Rate limit exceeded (see Retry-After and the RateLimit-* headers)",
+    500: "A fault in the service",
+    503: "The database is unavailable: retry shortly (see Retry-After)",
+}
+LIMITED = (429, 500, 503)  # every operation but /health draws from a rate-limit bucket and may reach the database
+KEYED = (401, 403, *LIMITED)
+BODY = (400, 413, 422)
+
+
+@dataclass(frozen=True)
+class Operation:
+    ok: type[BaseModel] | None  # None: an image (the QR code)
+    errors: tuple[int, ...]
+    auth: Auth
+    status: int = 200
+
+
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("get", "/health"): Operation(out.Health, (500, 503), "none"),
+    ("post", "/auth/register"): Operation(out.Session, (*BODY, 409, *LIMITED), "none", 201),
+    ("post", "/auth/login"): Operation(out.Session, (*BODY, 401, *LIMITED), "none"),
+    ("get", "/me"): Operation(out.Me, KEYED, "any"),
+    ("get", "/api-key"): Operation(out.KeyList, KEYED, "any"),
+    ("post", "/api-key"): Operation(out.NewKey, (*BODY, 409, *KEYED), "any", 201),
+    ("delete", "/api-key"): Operation(out.KeyDeleted, (404, 422, *KEYED), "any"),
+    ("get", "/links"): Operation(out.LinkPage, (422, *KEYED), "key"),
+    ("post", "/links"): Operation(out.Link, (*BODY, 409, *KEYED), "key", 201),
+    ("get", "/links/{link_id}"): Operation(out.Link, (404, *KEYED), "key"),
+    ("put", "/links/{link_id}"): Operation(out.Link, (*BODY, 404, 409, *KEYED), "key"),
+    ("delete", "/links/{link_id}"): Operation(out.Deleted, (404, *KEYED), "key"),
+    ("get", "/links/{link_id}/clicks"): Operation(out.ClickPage, (404, 422, *KEYED), "key"),
+    ("get", "/links/{link_id}/qr"): Operation(None, (404, 422, *KEYED), "key"),
+    ("get", "/analytics"): Operation(out.Analytics, (422, *KEYED), "key"),
+    ("get", "/search"): Operation(out.SearchResult, (422, *KEYED), "key"),
+    ("get", "/public/{slug}"): Operation(out.PublicLink, (404, *LIMITED), "none"),
+    ("get", "/analyze"): Operation(out.PageInfo, (422, *KEYED), "optional"),
+}
+UNLISTED = Operation(None, tuple(ERRORS), "optional")

@@ -1,0 +1,113 @@
+"""The OpenAPI document in process: every operation names its statuses and shapes, and the request rules it states
+are the ones the service applies (schemathesis proves the rest against a real server: tests/e2e/test_openapi_e2e.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline import patterns
+
+SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@SQLITE
+def test_every_operation_documents_its_answers(client: TestClient) -> None:
+    doc = client.get("/api/v1/openapi.json").json()
+    assert doc["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": doc["components"]["securitySchemes"]["bearerAuth"]["description"],
+    }
+    for path, methods in doc["paths"].items():
+        for method, op in methods.items():
+            statuses = op["responses"]
+            assert "500" in statuses and "503" in statuses, (method, path)
+            assert [s for s in statuses if s.startswith("2")], (method, path)
+            for status, answer in statuses.items():
+                if int(status) >= 400:
+                    assert answer["content"]["application/json"]["schema"] == ERROR, (method, path, status)
+    links = doc["paths"]["/api/v1/links"]
+    assert set(links["post"]["responses"]) == {"201", "400", "401", "403", "409", "413", "422", "429", "500", "503"}
+    assert links["get"]["security"] == [{"bearerAuth": []}]
+    qr = doc["paths"]["/api/v1/links/{link_id}/qr"]["get"]["responses"]["200"]["content"]
+    assert set(qr) == {"image/png", "image/svg+xml"}
+    assert "security" not in doc["paths"]["/api/v1/public/{slug}"]["get"]
+
+
+@SQLITE
+def test_body_rules_are_documented(client: TestClient) -> None:
+    doc = client.get("/api/v1/openapi.json").json()
+    create = doc["paths"]["/api/v1/links"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    props = create["properties"]
+    assert props["slug"]["anyOf"][0]["pattern"] == patterns.SLUG
+    assert props["slug"]["anyOf"][0]["not"] == {"pattern": patterns.RESERVED_SLUG}
+    assert props["hashtags"]["anyOf"][0]["items"]["pattern"] == patterns.HASHTAG
+    assert props["title"]["anyOf"][0]["pattern"] == "^[^\\x00]*$"  # no NUL in any text
+    assert create["anyOf"][0]["required"] == ["visibility", "password"]
+    update = doc["paths"]["/api/v1/links/{link_id}"]["put"]["requestBody"]["content"]["application/json"]["schema"]
+    assert update["minProperties"] == 1
+    assert "anyOf" not in update["properties"]["visibility"]  # null cannot clear it, so null is not offered
+
+
+@pytest.mark.parametrize(
+    "url, ok",
+    [
+        ("0", False),
+        ("https://example.com", True),
+        ("HTTP://EXAMPLE.com:8080/a b", False),
+        ("https://example.com:65535/x?y#z", True),
+        ("https://example.com:65536/", False),
+        ("https://user@example.com/", False),
+        ("https://[2001:db8::1]/", False),
+        ("https://bücher.example/", False),
+        ("https://example.com/bücher", True),
+    ],
+)
+def test_destination_pattern(url: str, ok: bool) -> None:
+    assert bool(re.fullmatch(patterns.DESTINATION, url)) is ok
+
+
+@SQLITE
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"destination_url": "0"}, 422),
+        ({"destination_url": "https://[2001:db8::1]/"}, 422),  # the pattern refuses it, so the service does too
+        ({"destination_url": "  https://padded.example/  "}, 201),
+        ({"destination_url": "https://a.example/", "auto_meta": "0"}, 422),  # JSON booleans only
+        ({"destination_url": "https://a.example/", "auto_meta": 1}, 422),
+        ({"destination_url": "https://a.example/", "hashtags": ["İ" * 64]}, 201),  # lowercasing lengthens it
+        ({"destination_url": "https://a.example/", "visibility": None, "auto_meta": None}, 201),  # null: not given
+    ],
+)
+def test_create_accepts_what_the_schema_accepts(client: TestClient, alice: Any, body: Any, status: int) -> None:
+    res = client.post("/api/v1/links", json=body, headers=bearer(alice.full))
+    assert res.status_code == status, res.text
+
+
+@SQLITE
+def test_405_names_every_method_of_the_path(client: TestClient, alice: Any) -> None:
+    res = client.request("PATCH", "/api/v1/links", headers=bearer(alice.full))
+    assert res.status_code == 405
+    assert res.headers["allow"] == "GET, POST"
+    res = client.options("/api/v1/links/lnk_00000000000", headers=bearer(alice.full))
+    assert res.status_code == 405
+    assert res.headers["allow"] == "DELETE, GET, PUT"
+    assert res.json() == {"error": "method not allowed"}
+
+
+@SQLITE
+def test_analyze_refuses_what_its_pattern_refuses(client: TestClient, alice: Any) -> None:
+    long_label = "http://" + "a" * 64 + "/"
+    res = client.get("/api/v1/analyze", params={"url": long_label}, headers=bearer(alice.full))
+    assert res.status_code == 422
+    assert res.json()["error"].startswith("url must be an http(s) URL")
