@@ -90,6 +90,9 @@ def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory) ->
         )
         assert revoke.status_code == 200 and revoke.json() == {"deleted": True, "scope": "full"}, revoke.text
 
+        # A 401 names the protected resource metadata (RFC 9728), where an OAuth client starts discovery.
+        metadata = f'resource_metadata="{server.url}/.well-known/oauth-protected-resource/mcp"'
+
         def post(authorization: str | None, **headers: str) -> httpx.Response:
             auth = {"Authorization": authorization} if authorization else {}
             return http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, **auth, **headers})
@@ -101,7 +104,8 @@ def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory) ->
             (f"Bearer {revoked.full}", "invalid or revoked API key"),
         ):
             res = post(authorization)
-            assert res.status_code == 401 and res.headers["WWW-Authenticate"] == "Bearer", authorization
+            challenge = "Bearer " + ('error="invalid_token", ' if authorization else "") + metadata
+            assert res.status_code == 401 and res.headers["WWW-Authenticate"] == challenge, authorization
             assert res.json()["error"].startswith(message), res.json()
         for token in (free.full, free.public):
             res = post(f"Bearer {token}")
