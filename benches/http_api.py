@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from httpbench import (
     Run,
     ensure_tools,

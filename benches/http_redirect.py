@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
+
 from httpbench import (
     BROWSER,
     Run,
