@@ -38,7 +38,7 @@ FIELDS = ("slug", "title", "hashtags", "description", "note", "destination_url")
 WEIGHTS = {"slug": 3.0, "title": 3.0, "hashtags": 2.0, "description": 1.2, "note": 1.2, "destination_url": 1.0}
 EXACT, PREFIX, FUZZY, SUBSTRING = 1.0, 0.6, 0.35, 0.3
 MAX_TERMS = 16  # later distinct terms are ignored: they bound the work of one query
-# The core also stops taking terms after reading 2,000,000 postings; no corpus here comes near that.
+# The core also stops taking terms after reading 1,000,000 postings; no corpus here comes near that.
 SUBSTRING_MIN_CHARS = 3  # shorter terms match only at a word's start: "a" inside every word says nothing
 
 

@@ -137,7 +137,7 @@ class SearchIndex:
         The query is normalized and split on whitespace; every term must match (AND). A plain term matches
         when it is a substring of the normalized slug, title, destination_url, description, note or a hashtag;
         ``#tag`` matches only a hashtag equal to ``normalize(tag)``. A blank query matches every link. Only
-        the first 16 distinct terms count, and once a query has read 2,000,000 index entries it takes no
+        the first 16 distinct terms count, and once a query has read 1,000,000 index entries it takes no
         further terms (only absurd queries on huge accounts get there). ``public_only`` leaves out links upserted
         with ``public=False``. Releases the GIL.
         """
@@ -150,7 +150,7 @@ class SearchIndex:
         Hits are sorted by score (descending), then id. Terms match field words exactly, as a prefix, or
         (terms of 5+ characters) with one typo, and (terms of 3+ characters) anywhere inside a word of the
         destination URL; ``#tag`` terms match hashtags only; every term must match. Only the first 16
-        distinct terms count, and none after the query has read 2,000,000 index entries.
+        distinct terms count, and none after the query has read 1,000,000 index entries.
         ``highlights`` maps each matching field (``slug``, ``title``, ``description``, ``note``,
         ``destination_url``, ``hashtags``) to an HTML-escaped snippet of the original text with matches in
         ``<mark>…</mark>``. A blank query returns ``(0, [])``. Releases the GIL.

@@ -24,9 +24,9 @@ pub const SUBSTRING_MIN_CHARS: usize = 3;
 pub const MAX_TERMS: usize = 16;
 
 /// Once a query has read this many postings (8 bytes each), it takes no further terms: those are ignored
-/// like terms past `MAX_TERMS`. Only absurd queries on huge accounts get here (a dozen one-letter terms on
-/// 100k links), and it bounds what any query costs.
-pub const MAX_EXAMINED: usize = 2_000_000;
+/// like terms past `MAX_TERMS`. Only absurd queries get here (a dozen one-letter terms on a big account: a
+/// word term reads one posting per link that has it), and it bounds what any query costs.
+pub const MAX_EXAMINED: usize = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Quality {

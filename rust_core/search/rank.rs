@@ -14,6 +14,23 @@ pub struct Hit {
     pub highlights: Vec<(&'static str, String)>,
 }
 
+/// The highest field weight among the fields of a posting's field mask, for every mask.
+const WEIGHT_OF_FIELDS: [f64; 1 << FIELD_WEIGHTS.len()] = {
+    let mut table = [0.0; 1 << FIELD_WEIGHTS.len()];
+    let mut mask = 0;
+    while mask < table.len() {
+        let mut field = 0;
+        while field < FIELD_WEIGHTS.len() {
+            if mask & (1 << field) != 0 && FIELD_WEIGHTS[field] > table[mask] {
+                table[mask] = FIELD_WEIGHTS[field];
+            }
+            field += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
 /// Per-query scratch: dense arrays indexed by slot, so accumulating costs no hashing.
 struct Scores {
     total: Vec<f64>,
@@ -151,11 +168,11 @@ impl SearchIndex {
                 {
                     continue;
                 }
-                let weight = (0..FIELD_WEIGHTS.len())
-                    .filter(|f| fields & (1 << f) != 0)
-                    .map(|f| FIELD_WEIGHTS[f])
-                    .fold(0.0, f64::max);
-                scores.offer(p.slot, term_index, weight * quality.value());
+                scores.offer(
+                    p.slot,
+                    term_index,
+                    WEIGHT_OF_FIELDS[usize::from(fields)] * quality.value(),
+                );
             }
         };
         match term.kind {
