@@ -4,6 +4,7 @@ a client that sends it slowly, or not at all, gets 408 instead of holding a conn
 from __future__ import annotations
 
 import time
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -24,8 +25,8 @@ def _stalled_call(tc: TestClient, path: str, headers: list[tuple[bytes, bytes]])
         await anyio.sleep(3600)  # the client went quiet
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
 
     scope = {
         "type": "http",

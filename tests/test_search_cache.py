@@ -139,7 +139,9 @@ def test_indexes_stay_within_the_byte_budget(
     assert cache.builds == 5 and set(cache._entries) == _ids(runtime, users[2], users[0])
 
 
-def test_an_index_over_the_whole_budget_is_served_but_not_kept(runtime: Runtime, client: TestClient, alice: Account) -> None:
+def test_an_index_over_the_whole_budget_is_served_but_not_kept(
+    runtime: Runtime, client: TestClient, alice: Account
+) -> None:
     for i in range(3):
         assert create(client, alice, title=f"melon {i}").status_code == 201
     cache = runtime.search = SearchCache(budget_bytes=100)

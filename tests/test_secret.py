@@ -29,7 +29,7 @@ def test_a_short_secret_setting_is_refused(tmp_path: Path, secret: str) -> None:
 def test_a_short_key_file_is_refused(tmp_path: Path, content: str) -> None:
     (tmp_path / "db").mkdir()
     (tmp_path / "db" / "secret.key").write_text(content)
-    with pytest.raises(RuntimeError, match="secret.key"):
+    with pytest.raises(RuntimeError, match=r"secret\.key"):
         _settings(tmp_path).secret()
 
 
