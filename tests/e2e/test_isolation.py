@@ -6,7 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -16,11 +16,13 @@ from tests.e2e.server import ServerFactory, make_account
 
 SLOW_SECONDS = 3.0  # each fetch of the slow page (the fetcher gives up after 5 s)
 STORM = 50  # concurrent auto_meta creates by one account
-OTHER_MAX_SECONDS = 0.2  # the other account's slowest answer during the storm (normally a few ms)
+OTHER_SECONDS = 0.2  # the other account's answers during the storm (a few ms on a quiet machine)
+STALLED_SECONDS = 1.0  # a request stuck behind a fetch waits for it: seconds
+PROBES = ("/links", "/me", "/health")
 
 
 class SlowPage(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+    def do_GET(self) -> None:
         time.sleep(SLOW_SECONDS)
         body = b"<html><head><title>Slow page</title></head><body>late</body></html>"
         self.send_response(200)
@@ -52,28 +54,42 @@ def test_slow_auto_meta_storm_leaves_other_accounts_fast(start_server: ServerFac
     base = f"{server.url}/api/v1"
     storm_auth = {"Authorization": f"Bearer {stormer.full}"}
 
-    def create(i: int) -> httpx.Response:
-        body = {"destination_url": f"{slow_page}?n={i}", "auto_meta": True}
-        return httpx.post(f"{base}/links", json=body, headers=storm_auth, timeout=30)
+    # One client with a connection per create: all of them reach the server at once (a client each would spend
+    # seconds of this process's CPU making TLS contexts, and the storm would trickle in).
+    stormy = httpx.Client(base_url=base, headers=storm_auth, timeout=30, limits=httpx.Limits(max_connections=STORM))
 
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {other.full}"}, timeout=30) as http:
-        assert http.get("/links").status_code == 200  # a warm connection, as a steady client has
+    def create(i: int) -> httpx.Response:
+        return stormy.post("/links", json={"destination_url": f"{slow_page}?n={i}", "auto_meta": True})
+
+    with stormy, httpx.Client(base_url=base, headers={"Authorization": f"Bearer {other.full}"}, timeout=30) as http:
+        quiet = _probe(http, lambda: False, rounds=20)  # a warm connection, and this machine's noise
         with concurrent.futures.ThreadPoolExecutor(max_workers=STORM) as pool:
             storm = [pool.submit(create, i) for i in range(STORM)]
             time.sleep(0.5)  # the storm is under way: every create has reached the server
-            slowest, probes = 0.0, 0
-            while not all(f.done() for f in storm):
-                for path in ("/links", "/me", "/health"):
-                    started = time.perf_counter()
-                    assert http.get(path).status_code == 200
-                    slowest = max(slowest, time.perf_counter() - started)
-                    probes += 1
-                time.sleep(0.05)
+            during = _probe(http, lambda: all(f.done() for f in storm))
             answers = [f.result() for f in storm]
-    assert probes >= 30, probes  # the storm lasted long enough to measure something
-    assert slowest < OTHER_MAX_SECONDS, f"another account waited {slowest:.3f} s during the storm"
+    assert len(during) >= 30, len(during)  # the storm lasted long enough to measure something
+    # Nine in ten answers within 200 ms and none stalled: a machine busy with other jobs may delay a stray request,
+    # a worker stalled by the storm delays every one of them by seconds.
+    waits = sorted(during)
+    summary = (
+        f"during the storm: p90 {waits[len(waits) * 9 // 10]:.3f} s, max {waits[-1]:.3f} s; quiet: {max(quiet):.3f} s"
+    )
+    assert waits[len(waits) * 9 // 10] < OTHER_SECONDS and waits[-1] < STALLED_SECONDS, summary
     made = [a for a in answers if a.status_code == 201]
     refused = [a for a in answers if a.status_code == 429]
     assert len(made) + len(refused) == STORM, [a.status_code for a in answers]
     assert made and all(a.json()["title"] == "Slow page" for a in made)  # the fetches that ran filled the title
     assert refused and all(int(a.headers["retry-after"]) >= 1 and "auto_meta" in a.json()["error"] for a in refused)
+
+
+def _probe(http: httpx.Client, done: Callable[[], bool], rounds: int = 0) -> list[float]:
+    """Seconds each of the other account's requests took, until `done()` (or for `rounds` rounds)."""
+    seen: list[float] = []
+    while not done() if not rounds else len(seen) < rounds * len(PROBES):
+        for path in PROBES:
+            started = time.perf_counter()
+            assert http.get(path).status_code == 200
+            seen.append(time.perf_counter() - started)
+        time.sleep(0.05)
+    return seen

@@ -13,7 +13,9 @@ from slugline.web.identity import identify
 from slugline.web.request import read_json
 
 
-def get_runtime(request: Request) -> Runtime:
+# Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` one in the shared thread pool, a hop per
+# request that queues behind whatever else holds the pool's threads.
+async def get_runtime(request: Request) -> Runtime:
     rt: Runtime = request.app.state.runtime
     return rt
 
@@ -32,7 +34,7 @@ async def get_caller(request: Request, rt: RuntimeDep) -> Caller:
 AnyCaller = Annotated[Caller, Depends(get_caller)]
 
 
-def get_api_caller(caller: AnyCaller) -> Caller:
+async def get_api_caller(caller: AnyCaller) -> Caller:
     """An API key (not a session token) of an account whose plan allows API access."""
     accounts.require_api_key(caller)
     return caller
@@ -41,7 +43,7 @@ def get_api_caller(caller: AnyCaller) -> Caller:
 ApiCaller = Annotated[Caller, Depends(get_api_caller)]
 
 
-def get_key_manager(caller: AnyCaller) -> Caller:
+async def get_key_manager(caller: AnyCaller) -> Caller:
     """A session token or a full key: declared before a body, so a public key gets its 403 before a 400 or 422."""
     keys.require_key_manager(caller)
     return caller
