@@ -15,7 +15,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from granian.utils.proxies import wrap_asgi_with_proxy_headers
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
@@ -29,6 +28,7 @@ from slugline.oauth.install import install as install_oauth
 from slugline.redirects.layer import RedirectLayer
 from slugline.runtime import Runtime
 from slugline.settings import Settings, get_settings
+from slugline.web.proxies import behind_proxies
 from slugline.web.ratelimit import RateLimitMiddleware
 from slugline.web.responses import JSON, error
 from slugline.web.unavailable import DatabaseGuard
@@ -108,15 +108,10 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     """The API behind the redirect layer, which answers `/{slug}` before FastAPI routing is involved.
 
     Behind a reverse proxy listed in `trusted_proxies`, the client address (rate limits, visitor hashes) and
-    scheme (cookies, short URLs) come from its X-Forwarded-For/-Proto headers.
+    scheme (cookies, short URLs) come from its X-Forwarded-For/-Proto headers (see `web.proxies`).
     """
     settings = settings or get_settings()
     app = RedirectLayer(create_api(settings, runtime))
     if not settings.trusted_proxies:
         return app
-    proxied = wrap_asgi_with_proxy_headers(app, settings.trusted_proxies)
-
-    async def behind_proxy(scope: Any, receive: Any, send: Any) -> None:  # Granian's wrapper is not `async def`
-        await proxied(scope, receive, send)
-
-    return behind_proxy
+    return behind_proxies(app, settings.trusted_proxies)

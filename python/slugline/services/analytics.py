@@ -21,6 +21,10 @@ from slugline.services.paging import pagination
 from slugline.services.validation import parse, without_nulls
 
 TOP_LINKS = 10
+# Devices and sources show the most frequent entries and one OTHER row with the rest: sources come from anonymous
+# visitors' utm_source values, so without a cap anyone could make an account's analytics arbitrarily large.
+TOP_ENTRIES = 20
+OTHER = "(other)"
 
 
 def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None) -> dict[str, Any]:
@@ -43,12 +47,12 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: st
 
     with rt.db.session() as session:
         per_day = {day: int(n) for day, n in session.execute(rollup(ClickDaily.day))}
-        devices = session.execute(
-            rollup(ClickDaily.device).order_by(func.sum(ClickDaily.clicks).desc(), ClickDaily.device)
-        ).all()
-        sources = session.execute(
-            rollup(ClickDaily.source).order_by(func.sum(ClickDaily.clicks).desc(), ClickDaily.source)
-        ).all()
+        devices, sources = (
+            session.execute(
+                rollup(column).order_by(func.sum(ClickDaily.clicks).desc(), column).limit(TOP_ENTRIES)
+            ).all()
+            for column in (ClickDaily.device, ClickDaily.source)
+        )
         top = session.execute(
             rollup(Link.id, Link.slug, Link.title)
             .order_by(func.sum(ClickDaily.clicks).desc(), Link.id)
@@ -59,20 +63,30 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: st
         {"date": (first + timedelta(days=i)).isoformat(), "clicks": per_day.get(first + timedelta(days=i), 0)}
         for i in range(params.days)
     ]
+    total = sum(per_day.values())
     return {
         "days": params.days,
         "from": first.isoformat(),
         "to": last.isoformat(),
         "source": source,
-        "total_clicks": sum(per_day.values()),
+        "total_clicks": total,
         "unique_visitors": unique,
         "clicks": series,
-        "devices": [{"device": device, "clicks": int(n)} for device, n in devices],
-        "sources": [{"source": name, "clicks": int(n)} for name, n in sources],
+        "devices": _with_other("device", devices, total),
+        "sources": _with_other("source", sources, total),
         "top_links": [
             {"id": link_id, "slug": slug, "title": title, "clicks": int(n)} for link_id, slug, title, n in top
         ],
     }
+
+
+def _with_other(name: str, rows: Any, total: int) -> list[dict[str, Any]]:
+    """The top entries, and an OTHER row with the clicks of every entry past them."""
+    out = [{name: value, "clicks": int(n)} for value, n in rows]
+    rest = total - sum(entry["clicks"] for entry in out)
+    if rest > 0:
+        out.append({name: OTHER, "clicks": rest})
+    return out
 
 
 def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | None, link_id: str | None) -> int:
