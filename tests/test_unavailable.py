@@ -9,15 +9,20 @@ import pytest
 from sqlalchemy import event
 from starlette.testclient import TestClient
 
+from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder
 from slugline.db import UNAVAILABLE_MESSAGE
 from slugline.runtime import Runtime
 
 SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
+def _query_only(conn: Any, _: Any) -> None:
+    conn.execute("PRAGMA query_only=ON")
+
+
 def read_only(rt: Runtime) -> None:
     """Every new connection refuses writes, as SQLite does for a read-only file (root ignores file modes)."""
-    event.listen(rt.db.engine, "connect", lambda conn, _: conn.execute("PRAGMA query_only=ON"))
+    event.listen(rt.db.engine, "connect", _query_only)
     rt.db.engine.dispose()
 
 
@@ -50,3 +55,23 @@ def test_store_away_is_503_on_the_api_and_on_uncached_redirects(client: TestClie
     res = client.get("/never-cached", follow_redirects=False)
     assert res.status_code == 503, res.text
     assert res.json() == {"error": UNAVAILABLE_MESSAGE}
+
+
+@SQLITE
+def test_clicks_wait_while_the_store_refuses_writes(client: TestClient, runtime: Runtime, alice: Any) -> None:
+    """A full disk or a read-only file refuses every row while reads work: clicks must wait, not be dropped."""
+    auth = {"Authorization": f"Bearer {alice.full}"}
+    link = client.post("/api/v1/links", json={"destination_url": "https://a.example/", "slug": "held"}, headers=auth)
+    clicks: ClickRecorder = client.app.app.state.clicks  # type: ignore[attr-defined]  # the redirect layer's app
+    read_only(runtime)
+    assert all(client.get("/held", follow_redirects=False).status_code == 302 for _ in range(5))
+    assert client.portal is not None
+    for _ in range(MAX_BATCH_FAILURES + 1):  # past the row-by-row fallback
+        client.portal.call(clicks.flush)
+    assert (len(clicks), clicks.dropped) == (5, 0)
+    event.remove(runtime.db.engine, "connect", _query_only)
+    runtime.db.engine.dispose()
+    client.portal.call(clicks.flush)
+    assert len(clicks) == 0
+    res = client.get(f"/api/v1/links/{link.json()['id']}/clicks", headers=auth)
+    assert res.json()["pagination"]["total"] == 5

@@ -53,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         interface=Interfaces.ASGI,
         log_access=args.access_log,
         workers_kill_timeout=30,
+        respawn_failed_workers=True,  # a worker that dies (OOM, kill -9) is replaced; the others keep answering
     ).serve()
     return 0
 

@@ -2,11 +2,13 @@
 `period`, `per_minute` tokens every `period` seconds: registrations are counted per hour).
 
 `MemoryRateLimiter` serves one process; `RedisRateLimiter` shares buckets between workers and hosts,
-doing the whole read-refill-take step in one Lua script on Redis's clock.
+doing the whole read-refill-take step in one Lua script on Redis's clock. `FailOpenRateLimiter` falls back to the
+process's own buckets while Redis cannot be reached, and shares again once it answers.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import redis.asyncio as redis
+
+log = logging.getLogger("slugline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,8 @@ class RedisRateLimiter:
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> RedisRateLimiter:
-        return cls(redis.Redis.from_url(url), **kwargs)
+        # A Redis that is away must cost a request at most about a second, never hang it.
+        return cls(redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1), **kwargs)
 
     async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision:
         _check(per_minute, cost, period)
@@ -132,6 +137,39 @@ class RedisRateLimiter:
         await self._client.aclose()
 
 
+class FailOpenRateLimiter:
+    """Shared buckets while Redis answers; this process's own buckets while it does not (fail-open: an outage of
+    the limiter's store must not take the API down, and each worker still enforces its own limit meanwhile)."""
+
+    RETRY_SECONDS = 1.0  # how long to stay on local buckets before trying Redis again
+
+    def __init__(
+        self, shared: RedisRateLimiter, local: MemoryRateLimiter, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._shared, self._local, self._clock = shared, local, clock
+        self._local_until: float | None = None  # set while Redis is away
+
+    async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision:
+        if self._local_until is not None and self._clock() < self._local_until:
+            return await self._local.hit(key, per_minute, cost, period)
+        try:
+            decision = await self._shared.hit(key, per_minute, cost, period)
+        except (redis.RedisError, OSError) as exc:
+            if self._local_until is None:
+                log.warning("Redis unreachable (%s): rate limits fall back to this worker's own buckets", exc)
+            self._local_until = self._clock() + self.RETRY_SECONDS
+            return await self._local.hit(key, per_minute, cost, period)
+        if self._local_until is not None:
+            log.warning("Redis answers again: rate limits are shared again")
+            self._local_until = None
+        return decision
+
+    async def aclose(self) -> None:
+        await self._shared.aclose()
+
+
 def make_rate_limiter(redis_url: str | None) -> RateLimiter:
-    """Redis-backed when a URL is configured, otherwise in-process."""
-    return RedisRateLimiter.from_url(redis_url) if redis_url else MemoryRateLimiter()
+    """Redis-backed (failing open to in-process buckets) when a URL is configured, otherwise in-process."""
+    if not redis_url:
+        return MemoryRateLimiter()
+    return FailOpenRateLimiter(RedisRateLimiter.from_url(redis_url), MemoryRateLimiter())

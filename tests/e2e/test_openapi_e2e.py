@@ -54,7 +54,9 @@ def test_schemathesis_finds_nothing(start_server: ServerFactory, tmp_path: Path)
     runs = {}
     for name, token in (("full", keys.full), ("public", keys.public), ("session", keys.session)):
         out = (tmp_path / f"schemathesis-{name}.txt").open("w")
-        runs[name] = (subprocess.Popen(command(server.url, token), stdout=out, stderr=subprocess.STDOUT), out)
+        # cwd: schemathesis keeps a cache directory where it runs
+        proc = subprocess.Popen(command(server.url, token), stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+        runs[name] = (proc, out)
     failed = []
     for name, (proc, out) in runs.items():
         code = proc.wait(timeout=240)

@@ -26,6 +26,7 @@ from slugline import _core
 from slugline.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.clicks.store import SaltBook, reachable, write_batch
 from slugline.clock import epoch_day
+from slugline.db import unavailable
 from slugline.runtime import Runtime
 
 log = logging.getLogger("slugline.clicks")
@@ -146,8 +147,10 @@ class ClickRecorder:
             try:
                 written += self._write([click])
             except Exception as exc:
-                if not reachable(self._rt.db):
-                    log.warning("the database is unreachable; keeping %d clicks for the next flush", len(raw) - index)
+                # A full disk or a read-only file refuses every write while reads still work: an outage, not a
+                # refused row, so the clicks wait for it to pass.
+                if unavailable(exc) or not reachable(self._rt.db):
+                    log.warning("the database cannot write; keeping %d clicks for the next flush", len(raw) - index)
                     self._log_dropped(dropped, len(raw))
                     return written, raw[index:]
                 dropped += 1

@@ -3,7 +3,8 @@
 No answer is older than `TTL`: an entry is dated from before its SELECT ran, so a change committed by any
 worker or host is seen within that time; changes made in this worker drop the entry at once (`invalidate`,
 registered in `Runtime.link_hooks`). Unknown slugs are cached the same way, so a flood of them costs one
-SELECT per slug per TTL.
+SELECT per slug per TTL. While the database is unreachable, a slug already cached keeps its last answer (no change
+can commit meanwhile), so redirects of known links outlive an outage.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import NamedTuple
 
 from sqlalchemy import bindparam, select
 
-from slugline.db import Database
+from slugline.db import Database, unavailable
 from slugline.models import Link
 from slugline.redirects.urls import ascii_url
 
@@ -84,7 +85,16 @@ class LinkCache:
 
     async def _fetch(self, slug: str) -> Entry | None:
         started, generation = self._clock(), self._generation
-        entry = await asyncio.to_thread(self._select, slug)
+        try:
+            entry = await asyncio.to_thread(self._select, slug)
+        except Exception as exc:
+            kept = self._entries.get(slug)
+            if kept is None or not unavailable(exc):
+                raise
+            # The store is away, so no change can have committed since this answer was read: keep serving it, and
+            # try the store again after another TTL rather than on every request.
+            self._entries[slug] = (started + self._ttl, kept[1])
+            return kept[1]
         if generation == self._generation:  # a change raced the SELECT: serve this answer once, keep none
             if len(self._entries) >= MAX_ENTRIES:
                 self._prune()
