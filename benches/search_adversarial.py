@@ -188,10 +188,9 @@ def worst_100k(rounds: int) -> None:
     """CPU and wall time of the worst queries on the 100k-link corpus of `benches/test_search.py` (in memory)."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for `tests` and `benches`
-    from benches.test_search import generate
-
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for `tests` (test_search needs it)
     from slugline._core import SearchIndex
+    from test_search import generate  # a sibling: this script's own folder is first on sys.path
 
     index = SearchIndex()
     for link in generate(100_000):
