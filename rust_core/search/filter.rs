@@ -5,6 +5,9 @@ use super::matching::{filter_terms, FilterTerm, MAX_EXAMINED};
 use super::normalize::words;
 use memchr::memmem::Finder;
 
+/// Remaining terms are checked link by link once fewer than 1/CHECK_EACH_BELOW of the links are candidates.
+const CHECK_EACH_BELOW: usize = 128;
+
 impl SearchIndex {
     /// Ids of the links matching every term of `query` (see `matching::filter_terms`), in no particular order.
     pub fn filter(&self, query: &str, public_only: bool) -> Vec<&str> {
@@ -26,12 +29,21 @@ impl SearchIndex {
                 break; // the rest are ignored, like terms past MAX_TERMS
             }
             candidates = Some(match candidates {
-                // Few candidates left: check the remaining terms on each, normalizing its text once.
-                Some(current) if current.len() * 16 < self.len() => {
+                // Few candidates left: check the remaining terms on each, normalizing its text once (which
+                // costs about what reading a few hundred postings does, hence "few").
+                Some(current) if current.len() * CHECK_EACH_BELOW < self.len() => {
                     candidates = Some(self.check_each(&terms[i..], current));
                     break;
                 }
-                current => self.intersect(self.scan(term, public_only, &mut examined), current),
+                current => {
+                    let (found, exact) = self.scan(term, public_only, &mut examined);
+                    let found = self.intersect(found, current);
+                    if exact {
+                        found
+                    } else {
+                        self.check_each(std::slice::from_ref(term), found)
+                    }
+                }
             });
         }
 
@@ -44,8 +56,9 @@ impl SearchIndex {
         }
     }
 
-    /// The links matching `term`; adds the postings (or, without a word to look up, the links) it read.
-    fn scan(&self, term: &FilterTerm, public_only: bool, examined: &mut usize) -> Vec<u32> {
+    /// The links that may match `term`, and whether they all do (else their text must be checked); adds the
+    /// postings (or, without a word to look up, the links) it read to `examined`.
+    fn scan(&self, term: &FilterTerm, public_only: bool, examined: &mut usize) -> (Vec<u32>, bool) {
         let mut out = Vec::new();
         match term {
             FilterTerm::Tag(tag) => {
@@ -61,9 +74,9 @@ impl SearchIndex {
             FilterTerm::Substring(text) => match longest_word(text) {
                 // No word character at all ("-", "/"): only the full text can tell.
                 None => {
-                    let all = (0..self.slots.len() as u32).filter(|&slot| self.visible(slot, public_only));
+                    out.extend((0..self.slots.len() as u32).filter(|&slot| self.visible(slot, public_only)));
                     *examined += self.slots.len();
-                    out = self.check_each(std::slice::from_ref(term), all.collect());
+                    return (out, false);
                 }
                 // A match of `text` contains a match of its longest word, inside one indexed word: the
                 // vocabulary yields the candidates and only text with separators needs a second look.
@@ -78,13 +91,11 @@ impl SearchIndex {
                             }
                         }
                     });
-                    if word.len() != text.len() {
-                        out = self.check_each(std::slice::from_ref(term), out);
-                    }
+                    return (out, word.len() == text.len());
                 }
             },
         }
-        out
+        (out, true)
     }
 
     fn intersect(&self, found: Vec<u32>, current: Option<Vec<u32>>) -> Vec<u32> {
