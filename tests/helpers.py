@@ -4,6 +4,7 @@ with its keys, settings, and requests the test client cannot make by itself."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -12,6 +13,8 @@ import httpx2
 import pytest
 from starlette.testclient import TestClient
 
+from slugline.clicks.buffer import ClickRecorder
+from slugline.redirects.layer import RedirectLayer
 from slugline.runtime import Runtime
 from slugline.settings import Settings
 
@@ -20,6 +23,7 @@ POSTGRES_URL = os.environ.get("SLUGLINE_TEST_POSTGRES_URL", "postgresql://postgr
 REDIS_URL = os.environ.get("SLUGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 BASE_URL = "http://sl.test"
 LINKS = "/api/v1/links"
+CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
 
 # Every test of the app runs on SQLite and on PostgreSQL; one where the store plays no part needs only one of them.
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -69,6 +73,24 @@ def create(client: TestClient, who: Account, key: str = "full", **body: Any) -> 
     """POST a link (to https://example.com/ unless told otherwise) with one of the account's keys."""
     body.setdefault("destination_url", "https://example.com/")
     return client.post(LINKS, json=body, headers=who.auth(key))
+
+
+def wait_for_total(client: TestClient, who: Account, total: int) -> dict[str, Any]:
+    """The account's analytics once `total` clicks are in (clicks are buffered), or as they are after 10 s."""
+    end = time.monotonic() + 10
+    while True:
+        stats: dict[str, Any] = client.get("/api/v1/analytics", headers=who.auth()).json()
+        if stats["total_clicks"] >= total or time.monotonic() > end:
+            return stats
+        time.sleep(0.05)
+
+
+def click_recorder(client: TestClient) -> ClickRecorder:
+    """The click buffer of the app the client runs (on the state of the app inside the redirect layer)."""
+    layer = client.app
+    assert isinstance(layer, RedirectLayer), "an app behind trusted proxies wraps the redirect layer"
+    recorder: ClickRecorder = layer.app.state.clicks
+    return recorder
 
 
 def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[bytes, bytes], bytes]:

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from slugline.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.clicks.buffer import ClickRecorder, RawClick
 from slugline.runtime import Runtime
-from tests.helpers import SQLITE_ONLY, Account, ClientFactory, create
+from tests.helpers import SQLITE_ONLY, Account, ClientFactory, click_recorder, create
 
 HUGE = 300 * 1024  # what Granian lets through as one header
 
@@ -24,8 +24,7 @@ def _click(agent: bytes = b"Mozilla/5.0", referrer: bytes = b"", utm: str | None
 
 def _recorder(make_client: ClientFactory, **settings: int) -> tuple[TestClient, ClickRecorder]:
     tc, _ = make_client(**settings)
-    recorder: ClickRecorder = tc.app.app.state.clicks  # type: ignore[attr-defined]  # the redirect layer's app
-    return tc, recorder
+    return tc, click_recorder(tc)
 
 
 @SQLITE_ONLY
@@ -91,7 +90,7 @@ def test_health_shows_pending_and_dropped_clicks(make_client: ClientFactory, mak
 
 def test_written_clicks_leave_the_budget(client: TestClient, alice: Account, runtime: Runtime) -> None:
     assert create(client, alice, slug="counted").status_code == 201
-    recorder: ClickRecorder = client.app.app.state.clicks  # type: ignore[attr-defined]
+    recorder = click_recorder(client)
     for _ in range(20):
         client.get("/counted", follow_redirects=False)
     assert client.portal is not None

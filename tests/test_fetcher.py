@@ -1,12 +1,10 @@
 import asyncio
-import contextlib
 import datetime
 import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +13,8 @@ from starlette.testclient import TestClient
 from slugline import fetcher
 from slugline.fetcher import PageMeta, UnsafeURLError, fetch_metadata
 from tests.helpers import SQLITE_ONLY
+from tests.webpages import LOOPBACK, PageServer, respond, serve_pages
 
-LOOPBACK = [ipaddress.ip_network("127.0.0.0/8")]
 PAGE = b"""<!doctype html><html><head><meta charset="utf-8">
 <title>  Plain   title </title>
 <meta property="og:title" content="  The   OG title ">
@@ -27,62 +25,16 @@ PAGE = b"""<!doctype html><html><head><meta charset="utf-8">
 <link rel="Shortcut Icon" href="static/fav.ico">
 </head><body><p>hello</p></body></html>"""
 
-Route = Callable[[asyncio.StreamWriter], Awaitable[None]]
-
-
-def respond(status: int, body: bytes = b"", **headers: str) -> Route:
-    async def route(writer: asyncio.StreamWriter) -> None:
-        lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}", "Connection: close"]
-        lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-        await writer.drain()
-
-    return route
-
-
-@dataclass
-class Server:
-    host: str
-    routes: dict[str, Route] = field(default_factory=dict)
-    seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    port: int = 0
-
-    def url(self, path: str) -> str:
-        return f"http://{self.host}:{self.port}{path}"
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line, *rest = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            path = line.split()[1]
-            self.seen.append((path, {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in rest if h)}))
-            await self.routes.get(path, respond(404))(writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
-
-
-async def start(host: str, tls: ssl.SSLContext | None = None) -> AsyncIterator[Server]:
-    srv = Server(host)
-    server = await asyncio.start_server(srv.handle, host, 0, ssl=tls)
-    srv.port = server.sockets[0].getsockname()[1]
-    async with server:
-        yield srv
-        srv.stop.set()
-
 
 @pytest.fixture
-async def server() -> AsyncIterator[Server]:
-    async for srv in start("127.0.0.1"):
+async def server() -> AsyncIterator[PageServer]:
+    async for srv in serve_pages("127.0.0.1"):
         yield srv
 
 
 @pytest.fixture
-async def other_server() -> AsyncIterator[Server]:
-    async for srv in start("127.0.0.2"):
+async def other_server() -> AsyncIterator[PageServer]:
+    async for srv in serve_pages("127.0.0.2"):
         yield srv
 
 
@@ -150,7 +102,7 @@ async def test_name_resolving_to_loopback_is_refused(monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.anyio
-async def test_public_host_redirecting_to_private_is_refused(server: Server, other_server: Server) -> None:
+async def test_public_host_redirecting_to_private_is_refused(server: PageServer, other_server: PageServer) -> None:
     server.routes["/"] = respond(200, PAGE, content_type="text/html")
     other_server.routes["/go"] = respond(302, location=server.url("/"))
     with pytest.raises(UnsafeURLError, match="redirects"):
@@ -159,14 +111,14 @@ async def test_public_host_redirecting_to_private_is_refused(server: Server, oth
 
 
 @pytest.mark.anyio
-async def test_redirect_to_other_scheme_is_refused(server: Server) -> None:
+async def test_redirect_to_other_scheme_is_refused(server: PageServer) -> None:
     server.routes["/go"] = respond(301, location="file:///etc/passwd")
     with pytest.raises(UnsafeURLError, match="redirects"):
         await fetch_metadata(server.url("/go"), allow_networks=LOOPBACK)
 
 
 @pytest.mark.anyio
-async def test_reads_open_graph_metadata(server: Server) -> None:
+async def test_reads_open_graph_metadata(server: PageServer) -> None:
     server.routes["/page"] = respond(200, PAGE, content_type="text/html; charset=utf-8")
     meta = await fetch_metadata(server.url("/page"), allow_networks=LOOPBACK)
     assert meta == PageMeta(
@@ -189,7 +141,7 @@ async def test_reads_open_graph_metadata(server: Server) -> None:
 
 
 @pytest.mark.anyio
-async def test_falls_back_to_title_tag_and_default_favicon(server: Server) -> None:
+async def test_falls_back_to_title_tag_and_default_favicon(server: PageServer) -> None:
     long_title = "word " * 100
     body = f"<html><head><title>\n {long_title}</title><meta name=description content='caf\xe9'></head></html>"
     server.routes["/"] = respond(200, body.encode("latin-1"), content_type="text/html; charset=ISO-8859-1")
@@ -202,7 +154,7 @@ async def test_falls_back_to_title_tag_and_default_favicon(server: Server) -> No
 
 @pytest.mark.anyio
 async def test_connects_to_the_checked_address_with_the_original_host(
-    server: Server, monkeypatch: pytest.MonkeyPatch
+    server: PageServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     answers = [[ipaddress.ip_address("127.0.0.1")], [ipaddress.ip_address("10.0.0.1")]]
 
@@ -220,7 +172,7 @@ async def test_connects_to_the_checked_address_with_the_original_host(
 
 
 @pytest.mark.anyio
-async def test_follows_redirect_chain(server: Server) -> None:
+async def test_follows_redirect_chain(server: PageServer) -> None:
     server.routes["/a"] = respond(302, location="/b")
     server.routes["/b"] = respond(301, location=server.url("/page?x=1"))
     server.routes["/page?x=1"] = respond(200, PAGE, content_type="text/html")
@@ -231,7 +183,7 @@ async def test_follows_redirect_chain(server: Server) -> None:
 
 
 @pytest.mark.anyio
-async def test_too_many_redirects(server: Server) -> None:
+async def test_too_many_redirects(server: PageServer) -> None:
     server.routes["/loop"] = respond(302, location="/loop")
     meta = await fetch_metadata(server.url("/loop"), allow_networks=LOOPBACK, max_redirects=3)
     assert not meta.reachable
@@ -240,7 +192,7 @@ async def test_too_many_redirects(server: Server) -> None:
 
 
 @pytest.mark.anyio
-async def test_non_html_is_reachable_without_metadata(server: Server) -> None:
+async def test_non_html_is_reachable_without_metadata(server: PageServer) -> None:
     server.routes["/data"] = respond(200, b'{"title": "no"}', content_type="application/json")
     meta = await fetch_metadata(server.url("/data"), allow_networks=LOOPBACK)
     assert (meta.reachable, meta.status, meta.content_type) == (True, 200, "application/json")
@@ -248,7 +200,7 @@ async def test_non_html_is_reachable_without_metadata(server: Server) -> None:
 
 
 @pytest.mark.anyio
-async def test_endless_body_is_read_only_up_to_max_bytes(server: Server) -> None:
+async def test_endless_body_is_read_only_up_to_max_bytes(server: PageServer) -> None:
     async def endless(writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<html><head><title>Big</title></head><body>")
         while not server.stop.is_set():
@@ -261,7 +213,7 @@ async def test_endless_body_is_read_only_up_to_max_bytes(server: Server) -> None
 
 
 @pytest.mark.anyio
-async def test_silent_server_times_out(server: Server) -> None:
+async def test_silent_server_times_out(server: PageServer) -> None:
     async def silent(writer: asyncio.StreamWriter) -> None:
         await server.stop.wait()
 
@@ -333,7 +285,7 @@ async def test_tls_verifies_the_url_host_not_the_address(tmp_path: Path, monkeyp
         return [ipaddress.ip_address("127.0.0.1")]
 
     monkeypatch.setattr(fetcher, "_resolve", resolve)
-    async for srv in start("127.0.0.1", server_tls):
+    async for srv in serve_pages("127.0.0.1", server_tls):
         srv.routes["/"] = respond(200, PAGE, content_type="text/html")
         named = await fetch_metadata(
             f"https://secure.test:{srv.port}/", allow_networks=LOOPBACK, ssl_context=client_tls
@@ -349,7 +301,7 @@ async def test_tls_verifies_the_url_host_not_the_address(tmp_path: Path, monkeyp
 
 
 @pytest.mark.anyio
-async def test_garbage_response_is_unreachable(server: Server) -> None:
+async def test_garbage_response_is_unreachable(server: PageServer) -> None:
     async def garbage(writer: asyncio.StreamWriter) -> None:
         writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
         await writer.drain()
@@ -368,7 +320,7 @@ def test_analyze_refuses_an_unparseable_url_with_422(client: TestClient) -> None
 
 
 @pytest.mark.anyio
-async def test_unparseable_links_in_the_page_are_skipped(server: Server) -> None:
+async def test_unparseable_links_in_the_page_are_skipped(server: PageServer) -> None:
     page = b"""<html><head><title>Broken links</title>
 <meta property="og:image" content="http://[x/"><link rel="icon" href="//[::1/fav.ico"></head></html>"""
     server.routes["/"] = respond(200, page, content_type="text/html; charset=utf-8")
@@ -378,7 +330,7 @@ async def test_unparseable_links_in_the_page_are_skipped(server: Server) -> None
 
 @pytest.mark.parametrize("charset", ["idna", "undefined", "punycode", "rot13", "hex", "base64", "zlib", "no-such"])
 @pytest.mark.anyio
-async def test_non_text_or_failing_charsets_fall_back_to_utf8(server: Server, charset: str) -> None:
+async def test_non_text_or_failing_charsets_fall_back_to_utf8(server: PageServer, charset: str) -> None:
     body = "<html><head><title>Caf\u00e9 \u2603</title></head><body>\xff\xfe</body></html>".encode()
     server.routes["/header"] = respond(200, body + b"\xff", content_type=f"text/html; charset={charset}")
     server.routes["/meta"] = respond(200, f'<meta charset="{charset}">'.encode() + body, content_type="text/html")
@@ -388,7 +340,7 @@ async def test_non_text_or_failing_charsets_fall_back_to_utf8(server: Server, ch
 
 
 @pytest.mark.anyio
-async def test_text_charsets_are_still_honoured(server: Server) -> None:
+async def test_text_charsets_are_still_honoured(server: PageServer) -> None:
     body = "<html><head><title>\u041f\u0440\u0438\u0432\u0435\u0442</title></head></html>"
     server.routes["/"] = respond(200, body.encode("koi8-r"), content_type="text/html; charset=KOI8-R")
     meta = await fetch_metadata(server.url("/"), allow_networks=LOOPBACK)
@@ -397,7 +349,7 @@ async def test_text_charsets_are_still_honoured(server: Server) -> None:
 
 @pytest.mark.parametrize("location", ["http://[x/", "//[::1/elsewhere", "https://[2001:db8::1/"])
 @pytest.mark.anyio
-async def test_unparseable_redirect_location_is_a_fetch_error(server: Server, location: str) -> None:
+async def test_unparseable_redirect_location_is_a_fetch_error(server: PageServer, location: str) -> None:
     server.routes["/go"] = respond(302, location=location)
     meta = await fetch_metadata(server.url("/go"), allow_networks=LOOPBACK)
     assert (meta.reachable, meta.status, meta.fetch_error) == (False, 302, "invalid redirect location")

@@ -13,14 +13,14 @@ from slugline import fetcher
 from slugline.fetcher import UnsafeURLError, fetch_metadata
 from slugline.settings import Settings
 from tests.helpers import SQLITE_ONLY
-from tests.test_fetcher import LOOPBACK, Server, respond, start
+from tests.webpages import LOOPBACK, PageServer, respond, serve_pages
 
 PUBLIC = ipaddress.ip_address("93.184.216.34")
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[Server]:
-    async for srv in start("127.0.0.1"):
+async def server() -> AsyncIterator[PageServer]:
+    async for srv in serve_pages("127.0.0.1"):
         yield srv
 
 
@@ -58,7 +58,7 @@ async def test_web_ports_and_configured_ones_are_fetched(no_network: list[int]) 
 
 
 @pytest.mark.anyio
-async def test_a_redirect_to_another_port_is_refused(server: Server) -> None:
+async def test_a_redirect_to_another_port_is_refused(server: PageServer) -> None:
     server.routes["/go"] = respond(302, location="http://93.184.216.34:6379/")
     with pytest.raises(UnsafeURLError, match=r"redirects to a refused location: url port 6379 is not allowed"):
         await fetch_metadata(server.url("/go"), allow_networks=LOOPBACK)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 
-SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+from tests.helpers import SQLITE_ONLY
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_unlock_cookie_in_its_own_header_field(client: TestClient, alice: Any) -> None:
     body = {
         "destination_url": "https://example.org/in",

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,8 @@ from slugline.settings import MIN_SECRET_BYTES, Settings
 
 
 def _settings(tmp_path: Path, **values: str | None) -> Settings:
-    return Settings(database_url=f"sqlite:///{tmp_path}/db/slugline.db", **values)  # type: ignore[arg-type]
+    fields: dict[str, Any] = {"database_url": f"sqlite:///{tmp_path}/db/slugline.db", **values}
+    return Settings(**fields)
 
 
 @pytest.mark.parametrize("secret", ["", "short", "x" * (MIN_SECRET_BYTES - 1)])

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from sqlalchemy import event
 from starlette.testclient import TestClient
 
-from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder
+from slugline.clicks.buffer import MAX_BATCH_FAILURES
 from slugline.db import UNAVAILABLE_MESSAGE
 from slugline.runtime import Runtime
-
-SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+from tests.helpers import SQLITE_ONLY, click_recorder
 
 
 def _query_only(conn: Any, _: Any) -> None:
@@ -26,7 +24,7 @@ def read_only(rt: Runtime) -> None:
     rt.db.engine.dispose()
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_read_only_store_is_503_and_reads_still_answer(client: TestClient, runtime: Runtime, alice: Any) -> None:
     auth = {"Authorization": f"Bearer {alice.full}"}
     kept = client.post("/api/v1/links", json={"destination_url": "https://a.example/", "slug": "kept"}, headers=auth)
@@ -42,7 +40,7 @@ def test_read_only_store_is_503_and_reads_still_answer(client: TestClient, runti
     assert client.get("/kept", follow_redirects=False).status_code == 302
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_store_away_is_503_on_the_api_and_on_uncached_redirects(client: TestClient, runtime: Runtime) -> None:
     path = runtime.settings.sqlite_path()
     assert path is not None
@@ -57,12 +55,12 @@ def test_store_away_is_503_on_the_api_and_on_uncached_redirects(client: TestClie
     assert res.json() == {"error": UNAVAILABLE_MESSAGE}
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_clicks_wait_while_the_store_refuses_writes(client: TestClient, runtime: Runtime, alice: Any) -> None:
     """A full disk or a read-only file refuses every row while reads work: clicks must wait, not be dropped."""
     auth = {"Authorization": f"Bearer {alice.full}"}
     link = client.post("/api/v1/links", json={"destination_url": "https://a.example/", "slug": "held"}, headers=auth)
-    clicks: ClickRecorder = client.app.app.state.clicks  # type: ignore[attr-defined]  # the redirect layer's app
+    clicks = click_recorder(client)
     read_only(runtime)
     assert all(client.get("/held", follow_redirects=False).status_code == 302 for _ in range(5))
     assert client.portal is not None

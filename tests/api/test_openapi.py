@@ -10,8 +10,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline import patterns
+from tests.helpers import SQLITE_ONLY
 
-SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 ERROR = {"$ref": "#/components/schemas/Error"}
 
 
@@ -19,7 +19,7 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_every_operation_documents_its_answers(client: TestClient) -> None:
     doc = client.get("/api/v1/openapi.json").json()
     assert doc["components"]["securitySchemes"]["bearerAuth"] == {
@@ -43,7 +43,7 @@ def test_every_operation_documents_its_answers(client: TestClient) -> None:
     assert "security" not in doc["paths"]["/api/v1/public/{slug}"]["get"]
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_body_rules_are_documented(client: TestClient) -> None:
     doc = client.get("/api/v1/openapi.json").json()
     create = doc["paths"]["/api/v1/links"]["post"]["requestBody"]["content"]["application/json"]["schema"]
@@ -76,7 +76,7 @@ def test_destination_pattern(url: str, ok: bool) -> None:
     assert bool(re.fullmatch(patterns.DESTINATION, url)) is ok
 
 
-@SQLITE
+@SQLITE_ONLY
 @pytest.mark.parametrize(
     "body, status",
     [
@@ -94,7 +94,7 @@ def test_create_accepts_what_the_schema_accepts(client: TestClient, alice: Any, 
     assert res.status_code == status, res.text
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_405_names_every_method_of_the_path(client: TestClient, alice: Any) -> None:
     res = client.request("PATCH", "/api/v1/links", headers=bearer(alice.full))
     assert res.status_code == 405
@@ -105,7 +105,7 @@ def test_405_names_every_method_of_the_path(client: TestClient, alice: Any) -> N
     assert res.json() == {"error": "method not allowed"}
 
 
-@SQLITE
+@SQLITE_ONLY
 def test_analyze_refuses_what_its_pattern_refuses(client: TestClient, alice: Any) -> None:
     long_label = "http://" + "a" * 64 + "/"
     res = client.get("/api/v1/analyze", params={"url": long_label}, headers=bearer(alice.full))

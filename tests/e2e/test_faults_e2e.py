@@ -53,13 +53,14 @@ def settled(http: httpx.Client, link_id: str, expected: int, deadline: float = 2
 
 def test_worker_killed_under_redirect_load(start_server: ServerFactory, database_url: str) -> None:
     server = start_server(database_url, workers=2, **LIMITLESS)
+    assert server.proc is not None
     http = stack_client(server, "killed")
     made = [http.post("/links", json={"destination_url": f"https://example.com/{i}"}).json() for i in range(10)]
     target = made[0]
     load = Load(f"{server.url}/{target['slug']}")
     with load.running():
         wait_for(lambda: len(load.redirects) > 200, what="redirect load")
-        victim = workers_of(server.proc.pid)[0]  # type: ignore[union-attr]
+        victim = workers_of(server.proc.pid)[0]
         killed_at = time.time()
         subprocess.run(["kill", "-9", str(victim)], check=True)
         wait_for(lambda: load.within(killed_at + 1, time.time()) > 100, deadline=30, what="answers after the kill")
@@ -73,8 +74,8 @@ def test_worker_killed_under_redirect_load(start_server: ServerFactory, database
         f"{last_second} redirects in the second before the kill; refused or dropped requests: {len(load.other)}"
     )
     assert 0 <= sent - stored <= last_second  # at most the killed worker's last second of buffered clicks
-    assert server.proc.poll() is None  # type: ignore[union-attr]
-    assert len(workers_of(server.proc.pid)) == 2  # type: ignore[union-attr]  # Granian replaced the worker
+    assert server.proc.poll() is None
+    assert len(workers_of(server.proc.pid)) == 2  # Granian replaced the worker
     listed = http.get("/links", params={"per": 100}).json()
     assert {link["id"] for link in made} | {after.json()["id"]} == {link["id"] for link in listed["data"]}
 

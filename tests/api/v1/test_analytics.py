@@ -12,9 +12,7 @@ import zxingcpp
 from PIL import Image
 from starlette.testclient import TestClient
 
-from tests.helpers import SQLITE_ONLY, Account
-
-CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
+from tests.helpers import CHROME, SQLITE_ONLY, Account, wait_for_total
 
 
 def make_links(client: TestClient, who: Account) -> dict[str, dict[str, Any]]:
@@ -31,15 +29,6 @@ def make_links(client: TestClient, who: Account) -> dict[str, dict[str, Any]]:
         assert res.status_code == 201, res.text
         made[level] = res.json()
     return made
-
-
-def wait_for_total(client: TestClient, who: Account, total: int) -> dict[str, Any]:
-    end = time.monotonic() + 10
-    while True:
-        stats: dict[str, Any] = client.get("/api/v1/analytics", headers=who.auth()).json()
-        if stats["total_clicks"] >= total or time.monotonic() > end:
-            return stats
-        time.sleep(0.05)
 
 
 def test_public_key_figures_leave_hidden_links_out(client: TestClient, alice: Account) -> None:

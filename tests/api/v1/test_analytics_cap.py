@@ -6,8 +6,7 @@ from __future__ import annotations
 from starlette.testclient import TestClient
 
 from slugline.services.analytics import OTHER, TOP_ENTRIES
-from tests.api.v1.test_analytics import CHROME, wait_for_total
-from tests.helpers import Account, create
+from tests.helpers import CHROME, Account, create, wait_for_total
 
 
 def test_sources_are_the_top_entries_and_one_other_row(client: TestClient, alice: Account) -> None:

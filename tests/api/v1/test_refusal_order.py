@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+from tests.helpers import SQLITE_ONLY
+
 MCP = "http://127.0.0.1/mcp"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
 WRONG_TYPES = [["private"], {}, ["password"], 7]
@@ -18,7 +19,7 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-@SQLITE
+@SQLITE_ONLY
 @pytest.mark.parametrize("visibility", WRONG_TYPES)
 @pytest.mark.parametrize("key", ["full", "public"])
 def test_visibility_of_the_wrong_type_is_422(client: TestClient, alice: Any, key: str, visibility: Any) -> None:
@@ -34,7 +35,7 @@ def test_visibility_of_the_wrong_type_is_422(client: TestClient, alice: Any, key
     assert "visibility" in res.json()["error"]
 
 
-@SQLITE
+@SQLITE_ONLY
 @pytest.mark.parametrize("visibility", WRONG_TYPES)
 def test_mcp_visibility_of_the_wrong_type_is_a_tool_error(client: TestClient, alice: Any, visibility: Any) -> None:
     def tool(name: str, arguments: dict[str, Any]) -> Any:
@@ -54,7 +55,7 @@ def test_mcp_visibility_of_the_wrong_type_is_a_tool_error(client: TestClient, al
         assert "visibility" in result["content"][0]["text"], (name, result)
 
 
-@SQLITE
+@SQLITE_ONLY
 @pytest.mark.parametrize(
     "content, content_type",
     [(b"{not json", "application/json"), (b"scope=full", "text/plain"), (b'{"scope": "root"}', "application/json")],
