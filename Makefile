@@ -33,8 +33,10 @@ deps: $(VENV)/.locked
 build: deps
 	$(BIN)/maturin develop --release -F python,testing -q
 
+# A local instance started this way is its owner's: new accounts get the developer plan, so the dashboard can make a
+# key at once. `slugline serve` on its own keeps the configured default (free).
 serve: build
-	$(BIN)/slugline serve --host $(HOST) --port $(PORT)
+	SLUGLINE_DEFAULT_PLAN=$${SLUGLINE_DEFAULT_PLAN:-developer} $(BIN)/slugline serve --host $(HOST) --port $(PORT)
 
 test: build lint test-rust test-python
 
