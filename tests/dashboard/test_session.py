@@ -14,10 +14,14 @@ from tests.helpers import SQLITE_ONLY, ClientFactory
 
 
 def test_root_sends_visitors_to_sign_in_and_owners_to_their_links(client: TestClient) -> None:
-    assert client.get("/", follow_redirects=False).headers["location"] == "/app/login"
-    assert client.get("/app/links", follow_redirects=False).headers["location"] == "/app/login"
+    # 302 as the contract says: these pages only send the visitor on; forms answer 303.
+    for path in ("/", "/app/links"):
+        res = client.get(path, follow_redirects=False)
+        assert (res.status_code, res.headers["location"]) == (302, "/app/login")
     sign_up(client, "bob")
-    assert client.get("/", follow_redirects=False).headers["location"] == "/app/"
+    for path in ("/", "/app/login", "/app/register"):
+        res = client.get(path, follow_redirects=False)
+        assert (res.status_code, res.headers["location"]) == (302, "/app/")
 
 
 @SQLITE_ONLY

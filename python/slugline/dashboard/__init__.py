@@ -26,7 +26,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(SignInRequired)
     async def sign_in(_: Request, __: Exception) -> Response:
-        return redirect("/app/login")
+        return redirect("/app/login", 302)
 
     @app.exception_handler(CsrfRefused)
     async def csrf_refused(request: Request, _: Exception) -> Response:

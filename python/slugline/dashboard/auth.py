@@ -24,7 +24,7 @@ HOME = "/app/"
 @router.get("/app")
 async def root(request: Request) -> Response:
     who = await visitor(request)
-    return redirect(HOME if who.caller else "/app/login")
+    return redirect(HOME if who.caller else "/app/login", 302)
 
 
 def safe_next(value: str | None) -> str | None:
@@ -40,7 +40,7 @@ async def login_form(request: Request) -> Response:
     who = await visitor(request)
     next_url = safe_next(request.query_params.get("next"))
     if who.caller:
-        return redirect(next_url or HOME)
+        return redirect(next_url or HOME, 302)
     return render(request, who, "signin.html", mode="login", username="", next_url=next_url)
 
 
@@ -48,7 +48,7 @@ async def login_form(request: Request) -> Response:
 async def register_form(request: Request) -> Response:
     who = await visitor(request)
     if who.caller:
-        return redirect(HOME)
+        return redirect(HOME, 302)
     return render(request, who, "signin.html", mode="register", username="")
 
 

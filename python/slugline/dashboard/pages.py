@@ -63,9 +63,10 @@ def render(request: Request, who: Visitor, template: str, status: int = 200, **c
     return response
 
 
-def redirect(url: str) -> Response:
-    """After a form: 303, so a reload does not send the form again."""
-    return RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
+def redirect(url: str, status: int = 303) -> Response:
+    """303 after a form, so a reload does not send the form again; a page that only sends the visitor on (`/`,
+    sign-in when already signed in) answers 302."""
+    return RedirectResponse(url, status_code=status, headers=SECURITY_HEADERS)
 
 
 async def read_form(request: Request) -> dict[str, str]:
