@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from slugline.errors import RateLimited
 from slugline.gates import Busy, Gates
 from slugline.runtime import Runtime
-from slugline.services import accounts, limits
+from slugline.services import accounts, callers, limits
 from tests.helpers import LINKS, SQLITE_ONLY, ClientFactory
 
 
@@ -52,7 +52,7 @@ async def test_a_waiter_gets_the_slot_that_frees_within_the_wait() -> None:
 def _account(tc: TestClient, rt: Runtime, name: str) -> tuple[int, dict[str, str]]:
     made = accounts.register(rt, {"username": name, "password": "long enough"}, plan="developer")
     key = tc.post("/api/v1/api-key", json={"scope": "full"}, headers={"Authorization": f"Bearer {made['token']}"})
-    caller = accounts.authenticate(rt, f"Bearer {key.json()['key']}", "http://sl.test")
+    caller = callers.authenticate(rt, f"Bearer {key.json()['key']}", "http://sl.test")
     return caller.account_id, {"Authorization": f"Bearer {key.json()['key']}"}
 
 

@@ -11,13 +11,13 @@ from slugline.caller import Caller
 from slugline.errors import Conflict, Invalid
 from slugline.models import ApiKey
 from slugline.runtime import Runtime
-from slugline.services import accounts, keys, links
+from slugline.services import accounts, callers, keys, links
 
 
 @pytest.fixture
 def caller(runtime: Runtime) -> Caller:
     token = accounts.register(runtime, {"username": "edgy", "password": "long enough"}, plan="developer")["token"]
-    return accounts.authenticate(runtime, f"Bearer {token}", "http://sl.test")
+    return callers.authenticate(runtime, f"Bearer {token}", "http://sl.test")
 
 
 def test_nulls_mean_not_given_for_list_and_create(runtime: Runtime, caller: Caller) -> None:

@@ -20,7 +20,7 @@ from slugline import _core
 from slugline.caller import Caller
 from slugline.errors import ServiceError, Unauthorized
 from slugline.runtime import Runtime
-from slugline.services import accounts
+from slugline.services import accounts, callers
 from slugline.web.request import request_base
 
 SESSION_COOKIE = "slugline_session"
@@ -84,7 +84,7 @@ async def visitor(request: Request) -> Visitor:
     if _core.key_kind(token) == "session":
         try:
             caller = await run_in_threadpool(
-                accounts.authenticate, rt, f"Bearer {token}", request_base(request.scope, rt)
+                callers.authenticate, rt, f"Bearer {token}", request_base(request.scope, rt)
             )
         except Unauthorized:  # expired or revoked: a visitor like any other
             pass

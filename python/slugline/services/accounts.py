@@ -1,27 +1,27 @@
-"""Accounts and session tokens, the plan gate, and turning a Bearer token into a Caller (the one place that does)."""
+"""Accounts and session tokens, and the plan gate. A Bearer token becomes a Caller in `services.callers`; every write
+here that changes what an account's tokens may do tells it (`callers.forget`) once committed."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import cache
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import CursorResult, delete, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from slugline import _core
 from slugline.caller import Caller, Scope
-from slugline.clock import as_utc, isoformat, utcnow
+from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
-from slugline.models import Account, ApiKey, SessionToken
+from slugline.models import Account, SessionToken
 from slugline.runtime import Runtime
 from slugline.schemas import Credentials, Login, PasswordChange
+from slugline.services import callers
 from slugline.services.validation import parse
 from slugline.settings import PLAN_RANK
-
-LAST_USED_EVERY = timedelta(minutes=1)  # a key's last_used_at is written at most this often
 
 
 @cache
@@ -100,6 +100,7 @@ def logout(rt: Runtime, caller: Caller, digest: str) -> dict[str, Any]:
         session.execute(
             delete(SessionToken).where(SessionToken.token_hash == digest, SessionToken.account_id == caller.account_id)
         )
+    callers.forget(rt, caller.account_id)
     return {"logged_out": True}
 
 
@@ -117,51 +118,19 @@ def change_password(rt: Runtime, caller: Caller, data: Any, keep_digest: str | N
                 SessionToken.account_id == account.id, SessionToken.token_hash != (keep_digest or "")
             )
         )
+    callers.forget(rt, caller.account_id)
 
 
 def set_plan(rt: Runtime, username: str, plan: str) -> None:
     if plan not in PLAN_RANK:
         raise ValueError(f"plan must be one of {', '.join(PLAN_RANK)}")
     with rt.db.session() as session:
-        done = cast(
-            CursorResult[Any],
-            session.execute(update(Account).where(Account.username == username.lower()).values(plan=plan)),
-        )  # DML answers with a cursor result
-        if done.rowcount == 0:
+        account_id = session.scalar(
+            update(Account).where(Account.username == username.lower()).values(plan=plan).returning(Account.id)
+        )
+        if account_id is None:
             raise NotFound(f"no account named '{username}'")
-
-
-def authenticate(rt: Runtime, authorization: str | None, base_url: str) -> Caller:
-    """401 for a missing, malformed, unknown, revoked or expired token; checks nothing else."""
-    scheme, _, token = (authorization or "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
-    kind = _core.key_kind(token)
-    if kind is None:
-        raise Unauthorized("malformed API key")
-    digest = _core.hash_key(rt.secret, token)
-    with rt.db.session() as session:
-        if kind == "session":
-            row = session.execute(
-                select(Account, SessionToken.expires_at).join(SessionToken).where(SessionToken.token_hash == digest)
-            ).first()
-            if row is None or _expired(row[1]):
-                raise Unauthorized("invalid or expired session token")
-            account = row[0]
-        else:
-            key = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
-            if key is None or not _core.verify_key(rt.secret, token, key.key_hash):
-                raise Unauthorized("invalid or revoked API key")
-            now = utcnow()
-            if key.last_used_at is None or now - as_utc(key.last_used_at) > LAST_USED_EVERY:
-                key.last_used_at = now
-            account = session.get_one(Account, key.account_id)
-        return Caller(account.id, account.username, account.plan, kind, account.created_at, base_url)
-
-
-def _expired(expires_at: datetime) -> bool:
-    return as_utc(expires_at) <= utcnow()
+    callers.forget(rt, account_id)
 
 
 def require_plan(caller: Caller) -> None:

@@ -14,6 +14,7 @@ from slugline.errors import Conflict, Forbidden, NotFound
 from slugline.models import ApiKey
 from slugline.runtime import Runtime
 from slugline.schemas import KeyRequest
+from slugline.services import callers
 from slugline.services.validation import parse
 
 KEY_PREFIXES = {"full": "svc_live_", "public": "svc_pub_"}
@@ -60,9 +61,11 @@ def create_key(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
                 )
                 session.add(key)
                 session.flush()
-                return {**key_dict(key), "key": secret}
+                made = {**key_dict(key), "key": secret}
         except IntegrityError:
             continue
+        callers.forget(rt, caller.account_id)  # the old key of that scope is gone
+        return made
     raise Conflict(f"the {scope} key is being replaced by another request; try again")
 
 
@@ -76,4 +79,5 @@ def delete_key(rt: Runtime, caller: Caller, scope: str | None) -> dict[str, Any]
         )  # DML answers with a cursor result
         if done.rowcount == 0:
             raise NotFound(f"no {checked} key to delete")
+    callers.forget(rt, caller.account_id)
     return {"deleted": True, "scope": checked}

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 import anyio.to_thread
 from starlette.types import Scope
 
-from slugline import _core
 from slugline.caller import Caller
 from slugline.errors import Unauthorized
 from slugline.oauth import tokens
 from slugline.runtime import Runtime
-from slugline.services import accounts
+from slugline.services import callers
 from slugline.web.request import header, request_base
 
 IDENTITY_KEY = "slugline.identity"
@@ -37,26 +36,44 @@ class Identity:
 
 
 async def identify(rt: Runtime, scope: Scope) -> Identity:
+    """Resolved once per request: from this worker's identity cache without a thread when it can be trusted
+    (see `slugline.identitycache`), else from the database in one worker thread."""
     found: Identity | None = scope.get(IDENTITY_KEY)
     if found is None:
-        found = await anyio.to_thread.run_sync(_resolve, rt, scope)
+        found = _at_once(rt, scope)
+        if found is None:
+            found = await anyio.to_thread.run_sync(_resolve, rt, scope)
         scope[IDENTITY_KEY] = found
     return found
 
 
-def _resolve(rt: Runtime, scope: Scope) -> Identity:
+def _at_once(rt: Runtime, scope: Scope) -> Identity | None:
+    """The identity when it needs no I/O: no token, a malformed one, or one resolved here a moment ago."""
     authorization = header(scope, b"authorization")
     if authorization is None:
         return Identity(None, None)
-    scheme, _, token = authorization.partition(" ")
-    token = token.strip()
-    if token.startswith(tokens.ACCESS_PREFIX) and scheme.lower() == "bearer":
-        return _resolve_oauth(rt, scope, token)
-    digest = _core.hash_key(rt.secret, token) if _core.key_kind(token) is not None else None
+    scheme, _, secret = authorization.partition(" ")
+    if secret.strip().startswith(tokens.ACCESS_PREFIX) and scheme.lower() == "bearer":
+        return None  # OAuth access tokens are read from the database every time
     try:
-        return Identity(accounts.authenticate(rt, authorization, request_base(scope, rt)), None, digest)
+        token = callers.parse(rt, authorization)
     except Unauthorized as exc:
-        return Identity(None, exc, digest)
+        return Identity(None, exc)
+    caller = callers.cached(rt, token, request_base(scope, rt))
+    return None if caller is None else Identity(caller, None, token.digest)
+
+
+def _resolve(rt: Runtime, scope: Scope) -> Identity:
+    authorization = header(scope, b"authorization") or ""
+    scheme, _, secret = authorization.partition(" ")
+    if secret.strip().startswith(tokens.ACCESS_PREFIX) and scheme.lower() == "bearer":
+        return _resolve_oauth(rt, scope, secret.strip())
+    try:
+        token = callers.parse(rt, authorization)
+        base = request_base(scope, rt)
+        return Identity(callers.cached(rt, token, base) or callers.resolve(rt, token, base), None, token.digest)
+    except Unauthorized as exc:
+        return Identity(None, exc)
 
 
 def _resolve_oauth(rt: Runtime, scope: Scope, token: str) -> Identity:

@@ -1,0 +1,93 @@
+"""Bearer tokens already resolved in this worker: token digest -> Caller, each answer trusted for under a second.
+
+The rule, which README's "Caching" section repeats for operators:
+- An entry is trusted for `TRUST_SECONDS` (< 1 s) from the moment the database read behind it *began*, and never
+  past a session token's expiry. After that the next request reads the database again. So a key revoked or rotated,
+  a session logged out, or a plan changed in another worker or instance (or with the CLI) is seen everywhere within
+  a second, with no message between processes: the database is the one source of truth, read at least once a
+  second per token in use.
+- A write made in this worker (revoke, rotate, logout, password change, plan change) drops the account's entries
+  at once, and bumps a generation so that a read which began before the write cannot store its older answer.
+- At most `max_entries` entries (a few hundred bytes each); past that the oldest stored goes first.
+- Refusals (401) are not cached: a key created a moment ago is never refused for having been unknown before.
+
+Read from the event loop (no I/O, one short lock), filled from the threads that read the database.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from slugline.caller import Caller
+
+TRUST_SECONDS = 0.5
+MAX_ENTRIES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """Taken before the database read whose answer `put` may store."""
+
+    generation: int
+    started: float
+
+
+class IdentityCache:
+    def __init__(
+        self,
+        max_entries: int = MAX_ENTRIES,
+        trust_seconds: float = TRUST_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < trust_seconds < 1:
+            raise ValueError("trust_seconds must be under one second: revocations must reach every worker within 1 s")
+        self.max_entries = max_entries
+        self.trust_seconds = trust_seconds
+        self._clock = clock
+        self._entries: dict[str, tuple[Caller, float]] = {}  # insertion order is age: the oldest is first out
+        self._generation = 0
+        self._lock = threading.Lock()
+
+    def get(self, digest: str, base_url: str) -> Caller | None:
+        """The caller behind the token whose keyed hash is `digest`, if resolved here less than a trust period ago."""
+        found = self._entries.get(digest)
+        if found is None:
+            return None
+        caller, until = found
+        if self._clock() >= until:
+            with self._lock:
+                if self._entries.get(digest) is found:
+                    del self._entries[digest]
+            return None
+        return caller if caller.base_url == base_url else replace(caller, base_url=base_url)
+
+    def ticket(self) -> Ticket:
+        return Ticket(self._generation, self._clock())
+
+    def put(self, digest: str, caller: Caller, ticket: Ticket, valid_for: float | None = None) -> None:
+        """Keep `caller`, read from the database after `ticket` was taken, unless a write of this worker has
+        invalidated entries since; `valid_for` caps the trust (seconds left of a session token)."""
+        trust = self.trust_seconds if valid_for is None else min(self.trust_seconds, valid_for)
+        if trust <= 0:
+            return
+        with self._lock:
+            if ticket.generation != self._generation:
+                return
+            self._entries.pop(digest, None)
+            self._entries[digest] = (caller, ticket.started + trust)
+            while len(self._entries) > self.max_entries:
+                del self._entries[next(iter(self._entries))]
+
+    def forget_account(self, account_id: int) -> None:
+        """After a write that changes what the account's tokens may do (or whether they work)."""
+        with self._lock:
+            self._generation += 1
+            stale = [digest for digest, (caller, _) in self._entries.items() if caller.account_id == account_id]
+            for digest in stale:
+                del self._entries[digest]
+
+    def __len__(self) -> int:
+        return len(self._entries)
