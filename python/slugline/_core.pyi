@@ -12,6 +12,8 @@ _Device: TypeAlias = Literal["desktop", "mobile", "tablet", "bot", "other"]
 __all__ = [
     "RESERVED_SLUGS",
     "ClickBatch",
+    "ClickQueue",
+    "Clicks",
     "CoreError",
     "CorePanic",
     "SearchIndex",
@@ -167,6 +169,73 @@ def referrer_host(referrer: str | None) -> str | None:
 def classify_source(utm_source: str | None, via_qr: bool, referrer: str | None) -> str:
     """``utm_source`` (trimmed, lowercased, <= 64 chars) if non-empty, else ``qr``, else the referrer host,
     else ``direct``."""
+
+_RawClick: TypeAlias = tuple[str, float, bytes, bytes, str | None, bool, str]
+"""``(link_id, timestamp, user_agent, referrer, utm_source, via_qr, ip)`` as recorded (headers already cut)."""
+
+@final
+class ClickQueue:
+    """Clicks between the redirects and the database, within a byte budget (every click not yet released)."""
+
+    def __new__(cls, *, budget: int, batch: int, max_user_agent: int, max_referrer: int, max_source: int) -> ClickQueue:
+        """``batch`` waiting clicks make a full batch; headers are cut to ``max_user_agent`` and ``max_referrer``
+        bytes and ``utm_source`` to ``max_source`` characters when a click is recorded."""
+
+    def record(
+        self,
+        link_id: str,
+        user_agent: bytes,
+        referrer: bytes,
+        utm_source: str | None,
+        via_qr: bool,
+        ip: str,
+        timestamp: float | None = None,
+    ) -> Literal[0, 1, 2]:
+        """Keep one click, stamped now unless ``timestamp`` is given: 0 when kept, 1 when kept and a full batch
+        now waits, 2 when the budget is spent (the click is counted in ``dropped`` and not kept)."""
+
+    def take(self, max: int) -> Clicks:
+        """Up to ``max`` of the oldest waiting clicks; their bytes stay counted until released."""
+
+    def give_back(self, clicks: Clicks) -> None:
+        """Put clicks that could not be written back at the front, in order; ``clicks`` is emptied."""
+
+    def release(self, clicks: Clicks) -> None:
+        """Clicks written (or refused for good) leave the budget; ``clicks`` is emptied."""
+
+    def __len__(self) -> int:
+        """Clicks waiting (not those taken)."""
+
+    @property
+    def bytes(self) -> int:
+        """Bytes held by every click not yet released."""
+
+    @property
+    def budget(self) -> int: ...
+    @property
+    def dropped(self) -> int:
+        """Clicks refused at the budget since the queue was made."""
+
+    def waiting(self) -> list[_RawClick]: ...
+
+@final
+class Clicks:
+    """Clicks taken out of a ``ClickQueue``."""
+
+    def __len__(self) -> int: ...
+    def days(self) -> list[int]:
+        """The distinct epoch days of these clicks, sorted."""
+
+    def encode(self, salts: dict[int, bytes]) -> tuple[str, str, str, int]:
+        """``(totals, clicks, rollup, rows)``: JSON arrays ``[link_id, counted]`` per link (bots not counted),
+        ``[link_id, unix_time, device, browser, os, source, referrer_host, visitor]`` per click and
+        ``[link_id, epoch_day, device, source, clicks]`` per roll-up group, and the number of clicks.
+        Runs with the GIL released; raises ``CoreError`` for a day missing from ``salts``."""
+
+    def split(self) -> list[Clicks]:
+        """One ``Clicks`` per click, in order; this one is emptied."""
+
+    def raw(self) -> list[_RawClick]: ...
 
 @final
 class ClickBatch:

@@ -11,6 +11,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod classes;
+mod queue;
 
 create_exception!(
     slugline._core,
@@ -203,6 +204,8 @@ mod _core {
 
     #[pymodule_export]
     use super::classes::{PyClickBatch, PySearchIndex};
+    #[pymodule_export]
+    use super::queue::{PyClickQueue, PyClicks};
     #[pymodule_export]
     use super::{
         classify_source, classify_user_agent, generate_key, generate_link_id, generate_slug, hash_key, hash_password,

@@ -3,10 +3,12 @@
 //! of a million clicks stays compact and aggregation hashes small integer keys.
 
 mod intern;
+mod json;
+pub mod queue;
 #[cfg(any(test, feature = "testing"))]
 mod synthetic;
 
-use crate::agent::{classify_user_agent, Device};
+use crate::agent::{classify_user_agent, Agent, Device};
 use crate::keys::keyed_hash_prefix;
 use crate::referrer::{classify_source, referrer_host};
 use intern::Interner;
@@ -18,6 +20,8 @@ const VISITOR_HEX_CHARS: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClickError {
     Timestamp(String),
+    /// No visitor salt was given for this epoch day.
+    Salt(i64),
 }
 
 impl fmt::Display for ClickError {
@@ -27,6 +31,7 @@ impl fmt::Display for ClickError {
                 f,
                 "timestamp must be a finite number of seconds since the epoch, got {t}"
             ),
+            Self::Salt(day) => write!(f, "no visitor salt for epoch day {day}"),
         }
     }
 }
@@ -112,8 +117,12 @@ impl ClickBatch {
 
     /// Classifies and keeps one click; the IP only feeds the visitor hash and is not kept.
     pub fn add(&mut self, click: &ClickInput<'_>) -> Result<(), ClickError> {
+        self.add_classified(click, classify_user_agent(click.user_agent))
+    }
+
+    /// `add` with the user agent already classified: agents repeat heavily, so a caller may classify each once.
+    pub fn add_classified(&mut self, click: &ClickInput<'_>, agent: Agent) -> Result<(), ClickError> {
         let day = epoch_day(click.timestamp)?;
-        let agent = classify_user_agent(click.user_agent);
         let source = classify_source(click.utm_source, click.via_qr, click.referrer);
         let host = referrer_host(click.referrer);
         let identity = format!("{}\n{}", click.ip, click.user_agent);

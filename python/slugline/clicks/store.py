@@ -8,36 +8,60 @@ from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, delete, select, text, update
+from sqlalchemy import Connection, Table, delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
-from slugline import _core
 from slugline.bounds import MAX_BROWSER, MAX_OS, MAX_REFERRER, MAX_SOURCE
 from slugline.db import Database
-from slugline.models import ClickDaily, Link, VisitorSalt
+from slugline.models import VisitorSalt
 
 EPOCH = date(1970, 1, 1).toordinal()
 SALTS_KEPT = 3  # days of salts a worker remembers: today, and the days a late batch may still carry
 SALT_RETENTION = timedelta(days=1)  # older salts are deleted, so old visitor hashes can never be recomputed
-links, daily, salts = (cast(Table, model.__table__) for model in (Link, ClickDaily, VisitorSalt))
+salts = cast(Table, VisitorSalt.__table__)
 
-# `clicks + 0` for links that only had bot clicks still locks the row (PostgreSQL) or starts the write
-# transaction (SQLite), so a link deleted meanwhile is either gone before the check below or waits for us.
-_BUMP = update(links).where(links.c.id == bindparam("b_id")).values(clicks=links.c.clicks + bindparam("b_n"))
-
-
-# Rows go to the driver's executemany exactly as `ClickBatch.rows()` made them; the database turns the unix time
-# into the column's type. No per-row Python work: this runs in a thread that shares the GIL with the redirects.
+# Each statement takes one JSON array made by `Clicks.encode` and runs over all of it inside the database: no Python
+# work per click in this thread, which shares the GIL with the redirects. `[link_id, counted]` per link:
+_BUMP = {
+    "sqlite": "UPDATE links SET clicks = clicks + t.n FROM "
+    "(SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each(?)) AS t WHERE links.id = t.id",
+    "postgresql": "UPDATE links SET clicks = links.clicks + t.n FROM "
+    "(SELECT e ->> 0 AS id, (e ->> 1)::bigint AS n FROM json_array_elements(%s::json) AS e) AS t "
+    "WHERE links.id = t.id",
+}
+# PostgreSQL locks the batch's links first, in id order, so two workers' batches cannot deadlock.
+_LOCK = (
+    "SELECT id FROM links WHERE id IN (SELECT e ->> 0 FROM json_array_elements(%s::json) AS e) ORDER BY id FOR UPDATE"
+)
+# `[link_id, unix time, device, browser, os, source, referrer host, visitor]` per click; clicks of links deleted
+# since the redirect are left out. SQLite gets the text SQLAlchemy itself stores for a DateTime: UTC, six-digit
+# microseconds, no offset.
 _INSERT_CLICKS = {
-    # The text SQLAlchemy itself stores for a DateTime in SQLite: UTC, six-digit microseconds, no offset.
-    "sqlite": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES (?1, "
-    "strftime('%Y-%m-%d %H:%M:%S', CAST(?2 AS INTEGER), 'unixepoch') || "
-    "printf('.%06d', CAST((?2 - CAST(?2 AS INTEGER)) * 1000000 AS INTEGER)), "
-    f"?3, substr(?4, 1, {MAX_BROWSER}), substr(?5, 1, {MAX_OS}), substr(?6, 1, {MAX_SOURCE}), "
-    f"substr(?7, 1, {MAX_REFERRER}), ?8)",
-    "postgresql": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) VALUES "
-    f"(%s, to_timestamp(%s), %s, left(%s, {MAX_BROWSER}), left(%s, {MAX_OS}), left(%s, {MAX_SOURCE}), "
-    f"left(%s, {MAX_REFERRER}), %s)",
+    "sqlite": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) "
+    "SELECT link_id, strftime('%Y-%m-%d %H:%M:%S', CAST(ts AS INTEGER), 'unixepoch') || "
+    "printf('.%06d', CAST((ts - CAST(ts AS INTEGER)) * 1000000 AS INTEGER)), "
+    f"device, substr(browser, 1, {MAX_BROWSER}), substr(os, 1, {MAX_OS}), substr(source, 1, {MAX_SOURCE}), "
+    f"substr(referrer, 1, {MAX_REFERRER}), visitor FROM "
+    "(SELECT value ->> 0 AS link_id, value ->> 1 AS ts, value ->> 2 AS device, value ->> 3 AS browser, "
+    "value ->> 4 AS os, value ->> 5 AS source, value ->> 6 AS referrer, value ->> 7 AS visitor "
+    "FROM json_each(?)) WHERE link_id IN (SELECT id FROM links)",
+    "postgresql": "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) "
+    f"SELECT e ->> 0, to_timestamp((e ->> 1)::float8), e ->> 2, left(e ->> 3, {MAX_BROWSER}), "
+    f"left(e ->> 4, {MAX_OS}), left(e ->> 5, {MAX_SOURCE}), left(e ->> 6, {MAX_REFERRER}), e ->> 7 "
+    "FROM json_array_elements(%s::json) WITH ORDINALITY AS c(e, n) "
+    "WHERE EXISTS (SELECT 1 FROM links WHERE links.id = e ->> 0) ORDER BY n",
+}
+# `[link_id, epoch day, device, source, clicks]` per roll-up group; grouped again after the source is cut.
+_UPSERT_DAILY = {
+    "sqlite": "INSERT INTO click_daily (link_id, day, device, source, clicks) "
+    f"SELECT value ->> 0, date((value ->> 1) * 86400, 'unixepoch'), value ->> 2, substr(value ->> 3, 1, {MAX_SOURCE}), "
+    "sum(value ->> 4) FROM json_each(?) WHERE value ->> 0 IN (SELECT id FROM links) GROUP BY 1, 2, 3, 4 "
+    "ON CONFLICT (link_id, day, device, source) DO UPDATE SET clicks = click_daily.clicks + excluded.clicks",
+    "postgresql": "INSERT INTO click_daily (link_id, day, device, source, clicks) "
+    f"SELECT e ->> 0, DATE '1970-01-01' + (e ->> 1)::int, e ->> 2, left(e ->> 3, {MAX_SOURCE}), "
+    "sum((e ->> 4)::bigint) FROM json_array_elements(%s::json) AS e "
+    "WHERE EXISTS (SELECT 1 FROM links WHERE links.id = e ->> 0) GROUP BY 1, 2, 3, 4 "
+    "ON CONFLICT (link_id, day, device, source) DO UPDATE SET clicks = click_daily.clicks + excluded.clicks",
 }
 
 
@@ -88,39 +112,18 @@ def reachable(db: Database) -> bool:
     return True
 
 
-def write_batch(db: Database, batch: _core.ClickBatch) -> int:
-    """Click rows, link counters (bots excluded) and daily roll-ups, all or nothing; returns rows written.
-
-    Clicks of links deleted since the redirect are dropped, never failing the batch."""
-    rollup = batch.rollup()
-    totals = dict(batch.link_totals())
-    ids = sorted({row[0] for row in rollup})  # one lock order for every worker: no deadlocks
+def write_batch(db: Database, encoded: tuple[str, str, str, int]) -> int:
+    """Click rows, link counters (bots excluded) and daily roll-ups of one encoded batch, all or nothing; returns
+    the click rows written. Clicks of links deleted since the redirect are dropped, never failing the batch."""
+    totals, clicks, rollup, rows = encoded
+    if not rows:
+        return 0
     with db.engine.begin() as conn:
-        conn.execute(_BUMP, [{"b_id": link_id, "b_n": totals.get(link_id, 0)} for link_id in ids])
-        alive = set(conn.execute(select(links.c.id).where(links.c.id.in_(ids))).scalars())
-        rows = batch.rows()
-        if len(alive) < len(ids):
-            rows = [row for row in rows if row[0] in alive]
-        if not rows:
-            return 0
-        conn.exec_driver_sql(_INSERT_CLICKS[conn.dialect.name], rows)
-        stmt = upsert_insert(conn)(daily)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["link_id", "day", "device", "source"],
-            set_={"clicks": daily.c.clicks + stmt.excluded.clicks},
-        )
-        conn.execute(
-            stmt,
-            [
-                {
-                    "link_id": link_id,
-                    "day": day_of(day),
-                    "device": device,
-                    "source": source[:MAX_SOURCE],
-                    "clicks": count,
-                }
-                for link_id, day, device, source, count in rollup
-                if link_id in alive
-            ],
-        )
-    return len(rows)
+        dialect = conn.dialect.name
+        if dialect == "postgresql":
+            conn.exec_driver_sql(_LOCK, (totals,))
+        # First, so on SQLite the transaction takes the write lock before it reads which links still exist.
+        conn.exec_driver_sql(_BUMP[dialect], (totals,))
+        written = conn.exec_driver_sql(_INSERT_CLICKS[dialect], (clicks,)).rowcount
+        conn.exec_driver_sql(_UPSERT_DAILY[dialect], (rollup,))
+    return int(written)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from typing import Any
 
 from slugline import _core
@@ -100,6 +99,7 @@ class Redirects:
         self.cache = LinkCache(rt.db)
         rt.link_hooks.append(self.cache.invalidate)
         self.clicks = clicks
+        self.record = clicks.queue.record  # one call into Rust per click
         self.unlocker = Unlocker(rt)
 
     async def serve(self, slug: str, scope: Scope, receive: Any, send: Any) -> None:
@@ -131,7 +131,9 @@ class Redirects:
                 elif name == b"referer":
                     referrer = value
             # Recorded before the response goes out, so a 302 a client received is never missing from the counts.
-            self.clicks.record((entry.link_id, time.time(), agent, referrer, utm, via_qr, client_ip(scope)))
+            outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope))
+            if outcome:  # a full batch waits, or the buffer is full
+                self.clicks.notice(outcome)
         await send(
             {
                 "type": "http.response.start",

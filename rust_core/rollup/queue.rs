@@ -1,0 +1,377 @@
+//! The click queue between the redirects and the database: one cheap call per click keeps the raw click
+//! (headers already cut to what is stored), within a byte budget; a flusher takes batches out and encodes
+//! them — classification, visitor hashes, roll-ups and the rows as JSON — with no lock held on the queue.
+
+use super::json::JsonRows;
+use super::{epoch_day, ClickBatch, ClickError, ClickInput};
+use crate::agent::{classify_user_agent, Agent};
+use std::collections::{HashMap, VecDeque};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What a heap allocation costs besides its bytes (the allocator's header and rounding), for the budget.
+const ALLOCATION_OVERHEAD: usize = 16;
+
+/// Where the headers of a click are cut when it is recorded: the lengths the click log keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Cuts {
+    /// bytes
+    pub user_agent: usize,
+    /// bytes
+    pub referrer: usize,
+    /// characters
+    pub source: usize,
+}
+
+/// One click as the redirect saw it; its strings share one allocation.
+#[derive(Debug)]
+pub struct RawClick {
+    data: Box<[u8]>,
+    ends: [u32; 5], // link id, user agent, referrer, utm_source, client IP
+    timestamp: f64,
+    has_utm: bool,
+    via_qr: bool,
+}
+
+/// A click as the redirect hands it over.
+pub struct ClickArgs<'a> {
+    pub link_id: &'a str,
+    pub user_agent: &'a [u8],
+    pub referrer: &'a [u8],
+    pub utm_source: Option<&'a str>,
+    pub via_qr: bool,
+    pub ip: &'a str,
+    pub timestamp: f64,
+}
+
+fn cut_chars(text: &str, max: usize) -> &str {
+    text.char_indices().nth(max).map_or(text, |(end, _)| &text[..end])
+}
+
+fn latin1(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if bytes.is_ascii() => text.into(),
+        _ => bytes.iter().map(|&b| char::from(b)).collect::<String>().into(),
+    }
+}
+
+impl RawClick {
+    pub fn new(args: &ClickArgs<'_>, cuts: Cuts) -> Self {
+        let agent = &args.user_agent[..args.user_agent.len().min(cuts.user_agent)];
+        let referrer = &args.referrer[..args.referrer.len().min(cuts.referrer)];
+        let utm = args.utm_source.map(|u| cut_chars(u, cuts.source));
+        let parts: [&[u8]; 5] = [
+            args.link_id.as_bytes(),
+            agent,
+            referrer,
+            utm.unwrap_or("").as_bytes(),
+            args.ip.as_bytes(),
+        ];
+        let mut data = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+        let mut ends = [0u32; 5];
+        for (end, part) in ends.iter_mut().zip(parts) {
+            data.extend_from_slice(part);
+            *end = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        }
+        RawClick {
+            data: data.into_boxed_slice(),
+            ends,
+            timestamp: args.timestamp,
+            has_utm: utm.is_some(),
+            via_qr: args.via_qr,
+        }
+    }
+
+    fn part(&self, index: usize) -> &[u8] {
+        let start = if index == 0 { 0 } else { self.ends[index - 1] as usize };
+        &self.data[start..self.ends[index] as usize]
+    }
+
+    // The link id, utm_source and IP were `str`s when recorded, and cuts fall on character boundaries.
+    fn text(&self, index: usize) -> &str {
+        std::str::from_utf8(self.part(index)).unwrap_or_default()
+    }
+
+    pub fn link_id(&self) -> &str {
+        self.text(0)
+    }
+    pub fn user_agent(&self) -> &[u8] {
+        self.part(1)
+    }
+    pub fn referrer(&self) -> &[u8] {
+        self.part(2)
+    }
+    pub fn utm_source(&self) -> Option<&str> {
+        self.has_utm.then(|| self.text(3))
+    }
+    pub fn ip(&self) -> &str {
+        self.text(4)
+    }
+    pub fn timestamp(&self) -> f64 {
+        self.timestamp
+    }
+    pub fn via_qr(&self) -> bool {
+        self.via_qr
+    }
+
+    /// Bytes this click holds while queued: its slot, its one allocation and the allocator's share.
+    pub fn size(&self) -> usize {
+        std::mem::size_of::<Self>() + self.data.len() + ALLOCATION_OVERHEAD
+    }
+
+    pub fn day(&self) -> Result<i64, ClickError> {
+        epoch_day(self.timestamp)
+    }
+}
+
+/// What happened to a recorded click.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    Kept,
+    /// Kept, and a full batch now waits: time to wake the flusher.
+    Ready,
+    /// The budget is spent: the click is counted in `dropped` and not kept.
+    Dropped,
+}
+
+/// Clicks waiting for the flusher, and the bytes of every click not yet written (waiting or taken).
+#[derive(Debug)]
+pub struct ClickQueue {
+    waiting: VecDeque<RawClick>,
+    bytes: usize,
+    budget: usize,
+    batch: usize,
+    dropped: u64,
+    cuts: Cuts,
+}
+
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |elapsed| elapsed.as_secs_f64())
+}
+
+impl ClickQueue {
+    /// `budget` bytes in all; `batch` clicks waiting make a full batch.
+    pub fn new(budget: usize, batch: usize, cuts: Cuts) -> Self {
+        ClickQueue {
+            waiting: VecDeque::new(),
+            bytes: 0,
+            budget,
+            batch: batch.max(1),
+            dropped: 0,
+            cuts,
+        }
+    }
+
+    pub fn record(&mut self, args: &ClickArgs<'_>) -> Recorded {
+        let click = RawClick::new(args, self.cuts);
+        let size = click.size();
+        if self.bytes + size > self.budget {
+            self.dropped += 1;
+            return Recorded::Dropped;
+        }
+        self.bytes += size;
+        self.waiting.push_back(click);
+        if self.waiting.len() == self.batch {
+            Recorded::Ready
+        } else {
+            Recorded::Kept
+        }
+    }
+
+    /// Up to `max` of the oldest clicks; they stay in `bytes` until `release`d or given back.
+    pub fn take(&mut self, max: usize) -> Vec<RawClick> {
+        let n = max.min(self.waiting.len());
+        self.waiting.drain(..n).collect()
+    }
+
+    /// Taken clicks that could not be written go back to the front, in their order.
+    pub fn give_back(&mut self, clicks: Vec<RawClick>) {
+        for click in clicks.into_iter().rev() {
+            self.waiting.push_front(click);
+        }
+    }
+
+    /// Taken clicks that are written (or refused for good) leave the budget.
+    pub fn release(&mut self, clicks: &[RawClick]) {
+        let size: usize = clicks.iter().map(RawClick::size).sum();
+        self.bytes = self.bytes.saturating_sub(size);
+    }
+
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &RawClick> {
+        self.waiting.iter()
+    }
+}
+
+/// A batch as the database takes it: JSON arrays for the three statements of one write.
+#[derive(Debug, Default)]
+pub struct Encoded {
+    /// `[link_id, clicks]` for every link of the batch, sorted by id; bots are not counted (0 is possible).
+    pub totals: String,
+    /// `[link_id, unix time, device, browser, os, source, referrer host | null, visitor]` per click.
+    pub clicks: String,
+    /// `[link_id, epoch day, device, source, clicks]` per roll-up group.
+    pub rollup: String,
+    pub rows: usize,
+}
+
+/// The distinct epoch days of `clicks`, sorted: the salts `encode` will need.
+pub fn days(clicks: &[RawClick]) -> Result<Vec<i64>, ClickError> {
+    let mut days = clicks.iter().map(RawClick::day).collect::<Result<Vec<_>, _>>()?;
+    days.sort_unstable();
+    days.dedup();
+    Ok(days)
+}
+
+/// Classifies (each distinct user agent once), hashes visitors with the day's salt and rolls up.
+pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>) -> Result<Encoded, ClickError> {
+    let mut batch = ClickBatch::new();
+    let mut agents: HashMap<&[u8], Agent> = HashMap::new();
+    for click in clicks {
+        let day = click.day()?;
+        let salt = salts.get(&day).ok_or(ClickError::Salt(day))?;
+        let user_agent = latin1(click.user_agent());
+        let agent = *agents
+            .entry(click.user_agent())
+            .or_insert_with(|| classify_user_agent(&user_agent));
+        let referrer = latin1(click.referrer());
+        let input = ClickInput {
+            link_id: click.link_id(),
+            timestamp: click.timestamp(),
+            user_agent: &user_agent,
+            referrer: (!referrer.is_empty()).then_some(&*referrer),
+            utm_source: click.utm_source(),
+            via_qr: click.via_qr(),
+            visitor_salt: salt,
+            ip: click.ip(),
+        };
+        batch.add_classified(&input, agent)?;
+    }
+    let mut rows = JsonRows::with_capacity(clicks.len() * 140);
+    for (link, timestamp, device, browser, os, source, host, visitor) in batch.rows() {
+        rows.row()
+            .str(link)
+            .float(timestamp)
+            .str(device)
+            .str(browser)
+            .str(os)
+            .str(source)
+            .opt_str(host)
+            .str(visitor);
+    }
+    let entries = batch.rollup_entries();
+    let mut rollup = JsonRows::with_capacity(entries.len() * 64);
+    for e in &entries {
+        rollup
+            .row()
+            .str(batch.string(e.link))
+            .int(e.day)
+            .str(e.device.name())
+            .str(batch.string(e.source))
+            .int(i64::try_from(e.clicks).unwrap_or(i64::MAX));
+    }
+    let counted: HashMap<&str, u64> = batch.link_totals().into_iter().collect();
+    let mut links: Vec<&str> = entries.iter().map(|e| batch.string(e.link)).collect();
+    links.sort_unstable();
+    links.dedup();
+    let mut totals = JsonRows::with_capacity(links.len() * 32);
+    for link in links {
+        let n = counted.get(link).copied().unwrap_or(0);
+        totals.row().str(link).int(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    Ok(Encoded {
+        totals: totals.finish(),
+        clicks: rows.finish(),
+        rollup: rollup.finish(),
+        rows: batch.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CUTS: Cuts = Cuts {
+        user_agent: 8,
+        referrer: 6,
+        source: 3,
+    };
+
+    fn args<'a>(link_id: &'a str, user_agent: &'a [u8], timestamp: f64) -> ClickArgs<'a> {
+        ClickArgs {
+            link_id,
+            user_agent,
+            referrer: b"https://news.example.com/",
+            utm_source: Some("éééé"),
+            via_qr: false,
+            ip: "203.0.113.7",
+            timestamp,
+        }
+    }
+
+    #[test]
+    fn clicks_are_cut_when_recorded() {
+        let click = RawClick::new(&args("lnk_a", b"Mozilla/5.0 (X11)", 1.0), CUTS);
+        assert_eq!(click.link_id(), "lnk_a");
+        assert_eq!(click.user_agent(), b"Mozilla/");
+        assert_eq!(click.referrer(), b"https:");
+        assert_eq!(click.utm_source(), Some("ééé"));
+        assert_eq!(click.ip(), "203.0.113.7");
+    }
+
+    #[test]
+    fn the_budget_holds_and_drops_are_counted() {
+        let one = RawClick::new(&args("lnk_a", b"UA", 1.0), CUTS).size();
+        let mut queue = ClickQueue::new(one * 3, 2, CUTS);
+        let outcomes: Vec<Recorded> = (0..5).map(|_| queue.record(&args("lnk_a", b"UA", 1.0))).collect();
+        assert_eq!(
+            outcomes,
+            [
+                Recorded::Kept,
+                Recorded::Ready,
+                Recorded::Kept,
+                Recorded::Dropped,
+                Recorded::Dropped
+            ]
+        );
+        assert_eq!((queue.waiting(), queue.bytes(), queue.dropped()), (3, one * 3, 2));
+        let taken = queue.take(2);
+        assert_eq!((queue.waiting(), queue.bytes()), (1, one * 3));
+        queue.give_back(taken);
+        let taken = queue.take(10);
+        queue.release(&taken);
+        assert_eq!((queue.waiting(), queue.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn a_batch_encodes_to_rows_rollups_and_totals() {
+        let clicks = [
+            RawClick::new(&args("lnk_b", b"curl/8.0", 86_400.5), CUTS),
+            RawClick::new(&args("lnk_a", b"Mozilla/5.0 Chrome/1", 86_401.25), CUTS),
+            RawClick::new(&args("lnk_a", b"Mozilla/5.0 Chrome/1", 86_402.0), CUTS),
+        ];
+        assert_eq!(days(&clicks), Ok(vec![1]));
+        assert_eq!(encode(&clicks, &HashMap::new()).unwrap_err(), ClickError::Salt(1));
+        let salts = HashMap::from([(1, b"salt".to_vec())]);
+        let encoded = encode(&clicks, &salts).expect("encode");
+        assert_eq!(encoded.rows, 3);
+        assert_eq!(encoded.totals, r#"[["lnk_a",2],["lnk_b",0]]"#); // bots are not counted
+        assert!(encoded.clicks.starts_with(r#"[["lnk_b",86400.5,"bot","curl","#));
+        assert_eq!(
+            encoded.rollup,
+            r#"[["lnk_a",1,"other","ééé",2],["lnk_b",1,"bot","ééé",1]]"#
+        );
+    }
+}
