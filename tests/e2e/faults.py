@@ -1,5 +1,6 @@
-"""What the fault tests stand on: redirect load that remembers every 302 it received, a private PostgreSQL cluster
-and a private Redis (so stopping them disturbs no other test), and a server's worker processes."""
+"""What the fault tests stand on: redirect load that remembers every 302 it received, the clicks stored once they
+settle, a private PostgreSQL cluster and a private Redis (so stopping them disturbs no other test), and a server's
+worker processes."""
 
 from __future__ import annotations
 
@@ -59,6 +60,26 @@ class Load:
 
     def within(self, start: float, end: float) -> int:
         return sum(start <= at < end for at in self.redirects)
+
+
+def stored_clicks(http: httpx.Client, link_id: str) -> int:
+    total: int = http.get(f"/links/{link_id}/clicks", params={"per": 1}).json()["pagination"]["total"]
+    return total
+
+
+def settled(http: httpx.Client, link_id: str, expected: int, deadline: float = 20.0) -> int:
+    """Stored clicks once they reach `expected` or stop changing for 2 s (the buffer flushes about every second)."""
+    end, last, since = time.monotonic() + deadline, -1, time.monotonic()
+    while time.monotonic() < end:
+        now = stored_clicks(http, link_id)
+        if now >= expected:
+            return now
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since > 2:
+            return now
+        time.sleep(0.1)
+    return last
 
 
 def workers_of(pid: int) -> list[int]:

@@ -1,6 +1,6 @@
 """Faults a real server survives (SQLite and PostgreSQL): a worker killed under redirect load, PostgreSQL restarted
 under load, Redis stopped. Each test prints what was lost, measured (run with -s to see it). A store that refuses
-writes (read-only, full) is tests/test_unavailable.py."""
+writes (read-only, full) is tests/test_unavailable.py; a real full disk under load is test_disk_full_e2e.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,16 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
-from tests.e2e.faults import LIMITLESS, Load, Postgres, Redis, private_postgres, private_redis, workers_of
+from tests.e2e.faults import (
+    LIMITLESS,
+    Load,
+    Postgres,
+    Redis,
+    private_postgres,
+    private_redis,
+    settled,
+    workers_of,
+)
 from tests.e2e.server import Server, ServerFactory, api, make_account, wait_for
 
 __all__ = ["private_postgres", "private_redis"]  # fixtures
@@ -29,26 +38,6 @@ def _close_clients() -> Iterator[None]:
 
 def stack_client(server: Server, username: str) -> httpx.Client:
     return CLIENTS.enter_context(api(server, make_account(server, username).full))
-
-
-def stored_clicks(http: httpx.Client, link_id: str) -> int:
-    total: int = http.get(f"/links/{link_id}/clicks", params={"per": 1}).json()["pagination"]["total"]
-    return total
-
-
-def settled(http: httpx.Client, link_id: str, expected: int, deadline: float = 20.0) -> int:
-    """Stored clicks once they reach `expected` or stop changing for 2 s (the buffer flushes about every second)."""
-    end, last, since = time.monotonic() + deadline, -1, time.monotonic()
-    while time.monotonic() < end:
-        now = stored_clicks(http, link_id)
-        if now >= expected:
-            return now
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since > 2:
-            return now
-        time.sleep(0.1)
-    return last
 
 
 def test_worker_killed_under_redirect_load(start_server: ServerFactory, database_url: str) -> None:

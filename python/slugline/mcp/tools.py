@@ -168,7 +168,8 @@ def _tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotations, sche
 
 
 def build_server() -> MCPServer:
-    # log_level: the SDK calls logging.basicConfig with it; WARNING is Python's own default, so nothing changes.
+    # log_level: the SDK calls logging.basicConfig with it and a rich handler, which only takes effect where nothing
+    # configured logging first (slugline.asgi does, with plain tracebacks); WARNING is Python's own default level.
     return MCPServer(
         "slugline",
         title="Slugline",
