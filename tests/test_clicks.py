@@ -6,13 +6,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import date
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 from starlette.testclient import TestClient
 
+from slugline import _core
+from slugline.bounds import MAX_REFERRER, MAX_SOURCE
 from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
+from slugline.clock import as_utc
+from slugline.models import Click, ClickDaily
 from slugline.runtime import Runtime
 from tests.helpers import Account
 
@@ -139,3 +144,29 @@ def test_an_unreachable_database_drops_nothing(
 
     assert asyncio.run(scenario()) == [0] * (MAX_BATCH_FAILURES + 2) + [2]
     assert [source for source, _ in stored(runtime, link_id)] == ["x", "y"]
+
+
+def test_clicks_of_a_link_deleted_before_the_flush_are_dropped_and_the_rest_kept(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
+    kept, gone = make_link(client, alice, "kept"), make_link(client, alice, "gone")
+    source = "s" * 400  # cut to the column's width when recorded
+    referrer = "https://" + "h" * 300 + ".example/"  # its host is cut to the column's width when written
+    at = 1_763_877_000.123456
+
+    async def scenario() -> int:
+        recorder = ClickRecorder(runtime)
+        for link_id in (kept, gone, kept):
+            recorder.record((link_id, at, CHROME.encode(), referrer.encode(), source, False, "198.51.100.7"))
+        assert client.delete(f"/api/v1/links/{gone}", headers=alice.auth()).status_code == 200
+        return await recorder.flush()
+
+    assert asyncio.run(scenario()) == 2
+    classified = _core.classify_source(source[:MAX_SOURCE], False, referrer)
+    assert stored(runtime, kept) == [(classified, "h" * MAX_REFERRER)] * 2
+    assert counter(runtime, kept) == 2
+    with runtime.db.session() as session:
+        stamps = session.scalars(select(Click.clicked_at).where(Click.link_id == kept)).all()
+        daily = session.execute(select(ClickDaily.day, ClickDaily.source, ClickDaily.clicks)).all()
+    assert [as_utc(stamp).timestamp() for stamp in stamps] == [pytest.approx(at, abs=1e-6)] * 2
+    assert [tuple(row) for row in daily] == [(date(2025, 11, 23), classified, 2)]

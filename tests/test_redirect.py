@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from starlette.testclient import TestClient
 
+from slugline.db import Database
 from slugline.redirects.accept import prefers_json
 from slugline.redirects.layer import RedirectLayer, Redirects
 from slugline.redirects.linkcache import LinkCache
@@ -153,8 +154,9 @@ def test_unexpected_error_on_a_slug_is_a_json_500(
 class _Broken(Redirects):
     """A Redirects stand-in that fails before, or after, starting its response."""
 
-    def __init__(self, started: bool) -> None:  # no cache, clicks or unlocker: it never gets that far
+    def __init__(self, started: bool) -> None:  # an empty cache; no clicks or unlocker: it never gets that far
         self.started = started
+        self.cache = LinkCache(cast(Database, None))  # `peek` never reads the database
 
     async def serve(self, slug: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if self.started:

@@ -16,6 +16,7 @@ __all__ = [
     "Clicks",
     "CoreError",
     "CorePanic",
+    "EncodedClicks",
     "SearchIndex",
     "__version__",
     "_panic",
@@ -226,16 +227,39 @@ class Clicks:
     def days(self) -> list[int]:
         """The distinct epoch days of these clicks, sorted."""
 
-    def encode(self, salts: dict[int, bytes]) -> tuple[str, str, str, int]:
-        """``(totals, clicks, rollup, rows)``: JSON arrays ``[link_id, counted]`` per link (bots not counted),
-        ``[link_id, unix_time, device, browser, os, source, referrer_host, visitor]`` per click and
-        ``[link_id, epoch_day, device, source, clicks]`` per roll-up group, and the number of clicks.
-        Runs with the GIL released; raises ``CoreError`` for a day missing from ``salts``."""
+    def encode(self, salts: dict[int, bytes], max_text: int) -> EncodedClicks:
+        """Classify (each distinct user agent once), hash visitors with their day's salt and roll up, with the GIL
+        released; sources and referrer hosts are cut to ``max_text`` characters. Raises ``CoreError`` for a day
+        missing from ``salts``."""
 
     def split(self) -> list[Clicks]:
         """One ``Clicks`` per click, in order; this one is emptied."""
 
     def raw(self) -> list[_RawClick]: ...
+
+@final
+class EncodedClicks:
+    """A classified batch, ready for one database write."""
+
+    @property
+    def totals(self) -> str:
+        """JSON ``[[link_id, counted], ...]`` for every link of the batch, sorted by id (bots not counted)."""
+
+    @property
+    def rollup(self) -> str:
+        """JSON ``[[link_id, epoch_day, device, source, clicks], ...]``."""
+
+    @property
+    def links(self) -> int:
+        """Distinct links in the batch."""
+
+    def __len__(self) -> int: ...
+    def copy_text(self, alive: set[str] | None = None) -> bytes:
+        """The click rows in PostgreSQL's COPY text format, without links missing from ``alive`` (when given)."""
+
+    def values(self, alive: set[str] | None = None, chunk: int = 100) -> list[list[str | None]]:
+        """The click rows as flat parameter lists of at most ``chunk`` rows of 8 values: link_id, clicked_at
+        (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor."""
 
 @final
 class ClickBatch:

@@ -2,10 +2,10 @@
 //! flusher takes out, encodes with the GIL released, and releases or gives back.
 
 use super::{core_error, guard, lock, non_negative, released};
-use crate::rollup::queue::{self, ClickArgs, ClickQueue, Cuts, RawClick, Recorded};
+use crate::rollup::queue::{self, ClickArgs, ClickQueue, Cuts, Encoded, RawClick, Recorded};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
-use std::collections::HashMap;
+use pyo3::types::{PyBytes, PyList, PyString};
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 #[pyclass(name = "ClickQueue", module = "slugline._core", frozen)]
@@ -161,11 +161,12 @@ impl PyClicks {
         guard(|| queue::days(&lock(&self.inner)).map_err(core_error))
     }
 
-    /// `(totals, clicks, rollup, rows)`: three JSON arrays for one database write (see `Encoded`), and the
-    /// number of clicks. Classification, hashing and roll-up run with the GIL released.
-    fn encode(&self, py: Python<'_>, salts: HashMap<i64, Vec<u8>>) -> PyResult<(String, String, String, usize)> {
-        let encoded = released(py, || queue::encode(&lock(&self.inner), &salts))?.map_err(core_error)?;
-        Ok((encoded.totals, encoded.clicks, encoded.rollup, encoded.rows))
+    /// Classifies, hashes and rolls up these clicks with the GIL released; sources and referrer hosts are cut
+    /// to `max_text` characters.
+    fn encode(&self, py: Python<'_>, salts: HashMap<i64, Vec<u8>>, max_text: i64) -> PyResult<PyEncoded> {
+        let max_text = non_negative(max_text, "max_text")?;
+        let encoded = released(py, || queue::encode(&lock(&self.inner), &salts, max_text))?.map_err(core_error)?;
+        Ok(PyEncoded { inner: encoded })
     }
 
     /// One `Clicks` per click, in order; this one is empty afterwards.
@@ -179,4 +180,97 @@ impl PyClicks {
     fn raw<'py>(&self, py: Python<'py>) -> PyResult<Vec<RawTuple<'py>>> {
         guard(|| Ok(lock(&self.inner).iter().map(|c| raw_tuple(py, c)).collect()))
     }
+}
+
+/// A classified batch, ready for one database write.
+#[pyclass(name = "EncodedClicks", module = "slugline._core", frozen)]
+pub struct PyEncoded {
+    inner: Encoded,
+}
+
+#[pymethods]
+impl PyEncoded {
+    /// JSON `[[link_id, counted], ...]` for every link of the batch, sorted by id (bots not counted).
+    #[getter]
+    fn totals(&self) -> &str {
+        &self.inner.totals
+    }
+
+    /// JSON `[[link_id, epoch_day, device, source, clicks], ...]`.
+    #[getter]
+    fn rollup(&self) -> &str {
+        &self.inner.rollup
+    }
+
+    /// Distinct links in the batch.
+    #[getter]
+    fn links(&self) -> usize {
+        self.inner.links
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.batch.len()
+    }
+
+    /// The click rows in PostgreSQL's COPY text format, without links missing from `alive` (when given).
+    #[pyo3(signature = (alive = None))]
+    fn copy_text<'py>(&self, py: Python<'py>, alive: Option<HashSet<String>>) -> PyResult<Bound<'py, PyBytes>> {
+        let text = released(py, || queue::copy_text(&self.inner.batch, alive.as_ref()))?;
+        Ok(PyBytes::new(py, text.as_bytes()))
+    }
+
+    /// The click rows as flat parameter lists of at most `chunk` rows each (8 values a row: link_id, clicked_at
+    /// text, device, browser, os, source, referrer host or None, visitor), without links missing from `alive`.
+    /// Strings that repeat (link ids, classes, sources, hosts) are one Python object each.
+    #[pyo3(signature = (alive = None, chunk = 100))]
+    fn values<'py>(
+        &self,
+        py: Python<'py>,
+        alive: Option<HashSet<String>>,
+        chunk: i64,
+    ) -> PyResult<Vec<Bound<'py, PyList>>> {
+        let chunk = non_negative(chunk, "chunk")?.max(1);
+        guard(|| {
+            let mut shared: HashMap<&str, Bound<'py, PyAny>> = HashMap::new();
+            let mut lists = Vec::new();
+            let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(chunk * 8);
+            let mut text = String::with_capacity(32);
+            for (link, timestamp, device, browser, os, source, host, visitor) in self.inner.batch.rows() {
+                if alive.as_ref().is_some_and(|alive| !alive.contains(link)) {
+                    continue;
+                }
+                row.push(share(py, &mut shared, link));
+                text.clear();
+                queue::utc_text(timestamp, &mut text);
+                row.push(PyString::new(py, &text).into_any());
+                for field in [device, browser, os, source] {
+                    row.push(share(py, &mut shared, field));
+                }
+                row.push(match host {
+                    Some(host) => share(py, &mut shared, host),
+                    None => py.None().into_bound(py),
+                });
+                row.push(PyString::new(py, visitor).into_any());
+                if row.len() == chunk * 8 {
+                    lists.push(PyList::new(py, row.drain(..))?);
+                }
+            }
+            if !row.is_empty() {
+                lists.push(PyList::new(py, row)?);
+            }
+            Ok(lists)
+        })
+    }
+}
+
+/// One Python string per distinct text of a batch.
+fn share<'a, 'py>(
+    py: Python<'py>,
+    shared: &mut HashMap<&'a str, Bound<'py, PyAny>>,
+    text: &'a str,
+) -> Bound<'py, PyAny> {
+    shared
+        .entry(text)
+        .or_insert_with(|| PyString::new(py, text).into_any())
+        .clone()
 }

@@ -46,26 +46,7 @@ impl JsonRows {
         self
     }
 
-    pub fn opt_str(&mut self, value: Option<&str>) -> &mut Self {
-        match value {
-            Some(v) => self.str(v),
-            None => {
-                self.cell();
-                self.out.push_str("null");
-                self
-            }
-        }
-    }
-
     pub fn int(&mut self, value: i64) -> &mut Self {
-        self.cell();
-        let _ = write!(self.out, "{value}");
-        self
-    }
-
-    /// A finite float (callers check): Rust's `Display` gives the shortest text that reads back the same value,
-    /// never an exponent.
-    pub fn float(&mut self, value: f64) -> &mut Self {
         self.cell();
         let _ = write!(self.out, "{value}");
         self
@@ -113,12 +94,9 @@ mod tests {
     #[test]
     fn rows_and_escapes() {
         let mut rows = JsonRows::with_capacity(16);
-        rows.row().str("a\"b\\c\n\u{1}é").int(-3).float(1.5).opt_str(None);
+        rows.row().str("a\"b\\c\n\u{1}é").int(-3);
         rows.row().str("x");
-        assert_eq!(rows.finish(), r#"[["a\"b\\c\n\u0001é",-3,1.5,null],["x"]]"#);
+        assert_eq!(rows.finish(), r#"[["a\"b\\c\n\u0001é",-3],["x"]]"#);
         assert_eq!(JsonRows::with_capacity(0).finish(), "[]");
-        let mut big = JsonRows::with_capacity(0);
-        big.row().float(1_763_877_000.123_456);
-        assert_eq!(big.finish(), "[[1763877000.123456]]");
     }
 }

@@ -80,6 +80,8 @@ pub type RollupRow<'a> = (&'a str, i64, &'static str, &'a str, u64);
 pub struct ClickBatch {
     clicks: Vec<Click>,
     strings: Interner,
+    /// Characters kept of a source and a referrer host (the column widths); `None` keeps them whole.
+    cuts: Option<(usize, usize)>,
 }
 
 /// What the redirect handler knows about one click.
@@ -102,9 +104,24 @@ fn epoch_day(timestamp: f64) -> Result<i64, ClickError> {
     Ok(day as i64)
 }
 
+fn cut_chars(text: &mut String, max: usize) {
+    if let Some((end, _)) = text.char_indices().nth(max) {
+        text.truncate(end);
+    }
+}
+
 impl ClickBatch {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A batch that cuts each source to `source` and each referrer host to `host` characters when added, so
+    /// rows and roll-ups hold what the columns can.
+    pub fn with_cuts(source: usize, host: usize) -> Self {
+        ClickBatch {
+            cuts: Some((source, host)),
+            ..Self::default()
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -123,8 +140,14 @@ impl ClickBatch {
     /// `add` with the user agent already classified: agents repeat heavily, so a caller may classify each once.
     pub fn add_classified(&mut self, click: &ClickInput<'_>, agent: Agent) -> Result<(), ClickError> {
         let day = epoch_day(click.timestamp)?;
-        let source = classify_source(click.utm_source, click.via_qr, click.referrer);
-        let host = referrer_host(click.referrer);
+        let mut source = classify_source(click.utm_source, click.via_qr, click.referrer);
+        let mut host = referrer_host(click.referrer);
+        if let Some((source_max, host_max)) = self.cuts {
+            cut_chars(&mut source, source_max);
+            if let Some(host) = host.as_mut() {
+                cut_chars(host, host_max);
+            }
+        }
         let identity = format!("{}\n{}", click.ip, click.user_agent);
         let hex = keyed_hash_prefix(click.visitor_salt, identity.as_bytes(), VISITOR_HEX_CHARS);
         let mut visitor = [b'0'; VISITOR_HEX_CHARS];

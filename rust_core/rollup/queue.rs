@@ -5,7 +5,8 @@
 use super::json::JsonRows;
 use super::{epoch_day, ClickBatch, ClickError, ClickInput};
 use crate::agent::{classify_user_agent, Agent};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What a heap allocation costs besides its bytes (the allocator's header and rounding), for the budget.
@@ -215,16 +216,16 @@ impl ClickQueue {
     }
 }
 
-/// A batch as the database takes it: JSON arrays for the three statements of one write.
+/// A classified batch, and the JSON arrays of its two small statements.
 #[derive(Debug, Default)]
 pub struct Encoded {
+    pub batch: ClickBatch,
     /// `[link_id, clicks]` for every link of the batch, sorted by id; bots are not counted (0 is possible).
     pub totals: String,
-    /// `[link_id, unix time, device, browser, os, source, referrer host | null, visitor]` per click.
-    pub clicks: String,
     /// `[link_id, epoch day, device, source, clicks]` per roll-up group.
     pub rollup: String,
-    pub rows: usize,
+    /// Distinct links in the batch.
+    pub links: usize,
 }
 
 /// The distinct epoch days of `clicks`, sorted: the salts `encode` will need.
@@ -236,8 +237,9 @@ pub fn days(clicks: &[RawClick]) -> Result<Vec<i64>, ClickError> {
 }
 
 /// Classifies (each distinct user agent once), hashes visitors with the day's salt and rolls up.
-pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>) -> Result<Encoded, ClickError> {
-    let mut batch = ClickBatch::new();
+/// Sources and referrer hosts are cut to `max_text` characters (the width of their columns).
+pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usize) -> Result<Encoded, ClickError> {
+    let mut batch = ClickBatch::with_cuts(max_text, max_text);
     let mut agents: HashMap<&[u8], Agent> = HashMap::new();
     for click in clicks {
         let day = click.day()?;
@@ -259,18 +261,6 @@ pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>) -> Result<Enco
         };
         batch.add_classified(&input, agent)?;
     }
-    let mut rows = JsonRows::with_capacity(clicks.len() * 140);
-    for (link, timestamp, device, browser, os, source, host, visitor) in batch.rows() {
-        rows.row()
-            .str(link)
-            .float(timestamp)
-            .str(device)
-            .str(browser)
-            .str(os)
-            .str(source)
-            .opt_str(host)
-            .str(visitor);
-    }
     let entries = batch.rollup_entries();
     let mut rollup = JsonRows::with_capacity(entries.len() * 64);
     for e in &entries {
@@ -287,16 +277,90 @@ pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>) -> Result<Enco
     links.sort_unstable();
     links.dedup();
     let mut totals = JsonRows::with_capacity(links.len() * 32);
-    for link in links {
+    for link in &links {
         let n = counted.get(link).copied().unwrap_or(0);
         totals.row().str(link).int(i64::try_from(n).unwrap_or(i64::MAX));
     }
+    let (totals, rollup, links) = (totals.finish(), rollup.finish(), links.len());
     Ok(Encoded {
-        totals: totals.finish(),
-        clicks: rows.finish(),
-        rollup: rollup.finish(),
-        rows: batch.len(),
+        batch,
+        totals,
+        rollup,
+        links,
     })
+}
+
+/// `YYYY-MM-DD HH:MM:SS.ffffff` in UTC (microseconds truncated): the text SQLAlchemy stores for a DateTime in
+/// SQLite, and with `+00` what PostgreSQL reads into a `timestamptz`.
+pub fn utc_text(timestamp: f64, out: &mut String) {
+    let seconds = timestamp.floor();
+    let micros = (((timestamp - seconds) * 1e6) as i64).clamp(0, 999_999);
+    let seconds = seconds as i64;
+    let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil, for the proleptic Gregorian calendar.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let _ = write!(
+        out,
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{micros:06}",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    );
+}
+
+/// The batch's click rows in PostgreSQL's `COPY ... FROM STDIN` text format, leaving out links not in `alive`
+/// (when given): link_id, clicked_at, device, browser, os, source, referrer host (or NULL), visitor.
+pub fn copy_text(batch: &ClickBatch, alive: Option<&HashSet<String>>) -> String {
+    let mut out = String::with_capacity(batch.len() * 150);
+    for (link, timestamp, device, browser, os, source, host, visitor) in batch.rows() {
+        if alive.is_some_and(|alive| !alive.contains(link)) {
+            continue;
+        }
+        copy_field(&mut out, link);
+        out.push('\t');
+        utc_text(timestamp, &mut out);
+        out.push_str("+00");
+        for field in [device, browser, os, source] {
+            out.push('\t');
+            copy_field(&mut out, field);
+        }
+        out.push('\t');
+        match host {
+            Some(host) => copy_field(&mut out, host),
+            None => out.push_str("\\N"),
+        }
+        out.push('\t');
+        copy_field(&mut out, visitor);
+        out.push('\n');
+    }
+    out
+}
+
+fn copy_field(out: &mut String, value: &str) {
+    if !value.bytes().any(|b| b == b'\\' || b < 0x20 || b == 0x7f) {
+        out.push_str(value);
+        return;
+    }
+    for ch in value.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -363,15 +427,43 @@ mod tests {
             RawClick::new(&args("lnk_a", b"Mozilla/5.0 Chrome/1", 86_402.0), CUTS),
         ];
         assert_eq!(days(&clicks), Ok(vec![1]));
-        assert_eq!(encode(&clicks, &HashMap::new()).unwrap_err(), ClickError::Salt(1));
+        assert_eq!(encode(&clicks, &HashMap::new(), 255).unwrap_err(), ClickError::Salt(1));
         let salts = HashMap::from([(1, b"salt".to_vec())]);
-        let encoded = encode(&clicks, &salts).expect("encode");
-        assert_eq!(encoded.rows, 3);
+        let encoded = encode(&clicks, &salts, 255).expect("encode");
+        assert_eq!((encoded.batch.len(), encoded.links), (3, 2));
         assert_eq!(encoded.totals, r#"[["lnk_a",2],["lnk_b",0]]"#); // bots are not counted
-        assert!(encoded.clicks.starts_with(r#"[["lnk_b",86400.5,"bot","curl","#));
         assert_eq!(
             encoded.rollup,
             r#"[["lnk_a",1,"other","ééé",2],["lnk_b",1,"bot","ééé",1]]"#
         );
+        let copy = copy_text(&encoded.batch, None);
+        assert!(
+            copy.starts_with("lnk_b\t1970-01-02 00:00:00.500000+00\tbot\tcurl\t"),
+            "{copy}"
+        );
+        assert_eq!(copy.lines().count(), 3);
+        let alive = HashSet::from(["lnk_a".to_owned()]);
+        assert_eq!(copy_text(&encoded.batch, Some(&alive)).lines().count(), 2);
+    }
+
+    #[test]
+    fn utc_text_matches_the_calendar() {
+        for (timestamp, expected) in [
+            (0.0, "1970-01-01 00:00:00.000000"),
+            (951_782_400.25, "2000-02-29 00:00:00.250000"),
+            (1_763_877_000.123_456, "2025-11-23 05:50:00.123456"),
+            (-1.5, "1969-12-31 23:59:58.500000"),
+        ] {
+            let mut out = String::new();
+            utc_text(timestamp, &mut out);
+            assert_eq!(out, expected);
+        }
+    }
+
+    #[test]
+    fn copy_fields_are_escaped() {
+        let mut out = String::new();
+        copy_field(&mut out, "a\\b\tc\nd\u{1}é");
+        assert_eq!(out, "a\\\\b\\tc\\nd\\x01é");
     }
 }

@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager, suppress
 
 from slugline import _core
 from slugline.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
-from slugline.clicks.store import SaltBook, reachable, write_batch
+from slugline.clicks.store import MAX_TEXT, SaltBook, reachable, write_batch
 from slugline.db import unavailable
 from slugline.runtime import Runtime
 
@@ -168,7 +168,7 @@ class ClickRecorder:
     def _write(self, clicks: _core.Clicks) -> int:
         """Runs in a worker thread: the Rust encoding releases the GIL, and so does the database at work."""
         salts = self._salts.get(self._rt.db, clicks.days())
-        return write_batch(self._rt.db, clicks.encode(salts))
+        return write_batch(self._rt.db, clicks.encode(salts, MAX_TEXT))
 
 
 @asynccontextmanager

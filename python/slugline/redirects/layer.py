@@ -1,7 +1,9 @@
 """The redirect hot path: a raw ASGI layer in front of the app that answers `/{slug}` itself.
 
 `GET`/`HEAD /{slug}` (and `POST /{slug}` for a password) never reach FastAPI routing or the ORM: the slug
-resolves from `LinkCache`, the click is appended to the in-memory buffer, and a 302 goes out. Everything
+resolves from `LinkCache`, the click goes to the Rust click queue in one call, and a 302 goes out. A `GET` of a
+public or unlisted link already in the cache takes the shortest path (`fast`): the cache only ever holds slugs that
+passed the path checks, so a hit needs none of them. Everything
 else — `/api/...`, `/mcp`, reserved words, paths with a second segment, lifespan — passes through untouched.
 A `HEAD` is answered like a `GET` but records no click: nobody is taken to the destination.
 """
@@ -22,11 +24,12 @@ from slugline.redirects.unlock import Unlocker, form_page
 from slugline.redirects.urls import merge_query
 from slugline.runtime import Runtime
 from slugline.visibility import Visibility
-from slugline.web.request import client_ip
+from slugline.web.request import UNKNOWN_CLIENT, client_ip
 from slugline.web.unavailable import send_unavailable
 
 SLUG_PATH = re.compile(r"/([A-Za-z0-9_-]{1,64})")
 ANSWERED = frozenset({"GET", "HEAD", "POST"})
+REDIRECTED = frozenset({Visibility.PUBLIC, Visibility.UNLISTED})  # straight to the destination
 NO_STORE = [(b"cache-control", b"private, no-store"), (b"x-robots-tag", b"noindex")]
 REDIRECT_HEADERS = [*NO_STORE, (b"content-length", b"0")]
 PAGE_HEADERS = [
@@ -44,6 +47,7 @@ NOT_FOUND_HTML = (
 )
 NOT_FOUND_JSON = b'{"error":"link not found"}'
 INTERNAL_ERROR_JSON = b'{"error":"internal server error"}'
+EMPTY_BODY = {"type": "http.response.body", "body": b""}
 
 log = logging.getLogger("slugline.redirect")
 
@@ -59,6 +63,12 @@ class RedirectLayer:
         self._redirects: Redirects | None = None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        redirects = self._redirects
+        if redirects is not None and scope["type"] == "http" and scope["method"] == "GET":
+            entry = redirects.cache.peek(scope["path"][1:])
+            if type(entry) is Entry and entry.visibility in REDIRECTED:
+                await redirects.fast(entry, scope, send)
+                return
         if scope["type"] == "http" and scope["method"] in ANSWERED:
             found = SLUG_PATH.fullmatch(scope["path"])
             if found is not None and found[1].lower() not in _core.RESERVED_SLUGS:
@@ -116,6 +126,33 @@ class Redirects:
             )
         else:
             await self.redirect(entry, scope, send)
+
+    async def fast(self, entry: Entry, scope: Scope, send: Any) -> None:
+        """`redirect` for a cached public or unlisted link and a `GET`: the hot path, kept to the bare minimum."""
+        try:
+            query = scope["query_string"]
+            if query:
+                location, utm, via_qr = merge_query(entry.destination, query)
+            else:
+                location, utm, via_qr = entry.location, None, False
+            agent = referrer = b""
+            for name, value in scope["headers"]:
+                if name == b"user-agent":
+                    agent = value
+                elif name == b"referer":
+                    referrer = value
+            client = scope.get("client")
+            outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client[0] if client else UNKNOWN_CLIENT)
+            if outcome:
+                self.clicks.notice(outcome)
+        except Exception:
+            log.exception("answering %s failed", scope["path"])
+            await respond(scope, send, 500, INTERNAL_ERROR_JSON, b"application/json", NO_STORE)
+            return
+        await send(
+            {"type": "http.response.start", "status": 302, "headers": [(b"location", location), *REDIRECT_HEADERS]}
+        )
+        await send(EMPTY_BODY)
 
     async def redirect(self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = ()) -> None:
         query = scope["query_string"]
