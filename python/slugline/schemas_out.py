@@ -105,7 +105,7 @@ class Account(_Open):
 
 class Session(_Open):
     account: Account
-    token: str = Field(description="Session token (svc_sess_...): authenticates /me and /api-key only")
+    token: str = Field(description="Session token (svc_sess_...): authenticates /me, /api-key and /auth/logout only")
     expires_at: str = Field(description=UTC)
 
 
@@ -130,10 +130,30 @@ class KeyDeleted(_Open):
     scope: Literal["full", "public"]
 
 
+class LoggedOut(_Open):
+    """The session token is revoked: a request that carries it from now on is 401."""
+
+    logged_out: Literal[True]
+
+
+class ClickBuffer(_Open):
+    """This worker's click buffer (each worker has its own; a request reaches one of them)."""
+
+    pending: int = Field(ge=0, description="Clicks recorded and not yet written to the database")
+    dropped: int = Field(
+        ge=0,
+        description="Clicks lost since the worker started: the buffer was at its byte budget, or the database "
+        "refused them one by one while it answered (never while it was unreachable)",
+    )
+
+
 class Health(_Open):
+    """The service answers: its version, whether its database does, and the answering worker's click buffer."""
+
     status: Literal["ok", "degraded"]
     version: str
     database: Literal["ok", "unavailable"]
+    clicks: ClickBuffer
 
 
 class Click(_Open):

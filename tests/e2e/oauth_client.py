@@ -17,10 +17,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
 
-from tests.e2e.server import Server
+from tests.e2e.server import PASSWORD, Server
 
 REDIRECT_URI = "http://localhost:3030/callback"  # never opened: the redirect's Location is read instead
-E2E_PASSWORD = "e2e-password"  # what `make_account` registers with
 
 
 class MemoryStorage:
@@ -70,7 +69,7 @@ class Person:
 
     async def sign_in(self) -> None:
         page = (await self.http.get("/app/login")).text
-        form = {"csrf_token": form_value(page, "csrf_token"), "username": self.username, "password": E2E_PASSWORD}
+        form = {"csrf_token": form_value(page, "csrf_token"), "username": self.username, "password": PASSWORD}
         res = await self.http.post("/app/login", data=form)
         assert res.status_code == 303, res.text
 

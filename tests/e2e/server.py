@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import httpx
 
 SECRET = "e2e-secret-" + "k" * 40
+PASSWORD = "e2e-password"  # of every account make_account registers
 T = TypeVar("T")
 
 
@@ -119,7 +120,7 @@ class Keys:
 
 def make_account(server: Server, username: str, plan: str = "developer") -> Keys:
     """Register over HTTP, set the plan with the admin CLI, and generate both keys over HTTP."""
-    res = httpx.post(f"{server.url}/api/v1/auth/register", json={"username": username, "password": "e2e-password"})
+    res = httpx.post(f"{server.url}/api/v1/auth/register", json={"username": username, "password": PASSWORD})
     res.raise_for_status()
     token = res.json()["token"]
     server.cli("accounts", "set-plan", username, plan)

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
-from slugline.api.operations import ERRORS, OPERATIONS, UNLISTED, Operation
+from slugline.api.operations import DEGRADED, ERRORS, OPERATIONS, UNLISTED, Operation
 from slugline.schemas import LinkCreate, LinkUpdate, object_schema, properties, update_properties
 from slugline.schemas_out import Error
 from slugline.visibility import Visibility
@@ -66,7 +66,8 @@ SECURITY = {
     "bearerAuth": {
         "type": "http",
         "scheme": "bearer",
-        "description": "API key (svc_live_, svc_pub_) or, for /me and /api-key only, a session token (svc_sess_)",
+        "description": "API key (svc_live_, svc_pub_) or, for /me, /api-key and /auth/logout only, a session token "
+        "(svc_sess_)",
     }
 }
 IMAGES = {
@@ -115,6 +116,8 @@ def _responses(spec: Operation, generated: dict[str, Any], models: dict[str, Any
             "content": {"application/json": {"schema": _ref(spec.ok, models)}},
         }
     out = {str(spec.status): ok}
+    if spec.degraded is not None:
+        out[str(spec.degraded)] = {**ok, "description": DEGRADED}
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for status in sorted(spec.errors):
         out[str(status)] = {"description": ERRORS[status], "content": error}

@@ -21,6 +21,7 @@ ERRORS = {
     401: "Missing, malformed, unknown, revoked or expired token (with WWW-Authenticate: Bearer)",
     403: "The account's plan has no API access, or the token's scope may not do this",
     404: "No such item for this caller (hidden links of a public-only key look exactly like missing ones)",
+    408: "The whole body did not arrive within SLUGLINE_BODY_TIMEOUT_SECONDS of the headers",
     409: "Taken (slug, username), or replaced by a concurrent request",
     413: "The body is larger than the service accepts",
     422: "Invalid input: the message names the field and the rule",
@@ -28,9 +29,10 @@ ERRORS = {
     500: "A fault in the service",
     503: "The database is unavailable: retry shortly (see Retry-After)",
 }
+DEGRADED = "The database does not answer: the same body, with status 'degraded' and database 'unavailable'"
 LIMITED = (429, 500, 503)  # every operation but /health draws from a rate-limit bucket and may reach the database
 KEYED = (401, 403, *LIMITED)
-BODY = (400, 413, 422)
+BODY = (400, 408, 413, 422)  # every operation that reads a JSON body
 
 
 @dataclass(frozen=True)
@@ -39,12 +41,14 @@ class Operation:
     errors: tuple[int, ...]
     auth: Auth
     status: int = 200
+    degraded: int | None = None  # a status answered with the `ok` model, not an error: /health without its database
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
-    ("get", "/health"): Operation(out.Health, (500, 503), "none"),
+    ("get", "/health"): Operation(out.Health, (500,), "none", degraded=503),
     ("post", "/auth/register"): Operation(out.Session, (*BODY, 409, *LIMITED), "none", 201),
     ("post", "/auth/login"): Operation(out.Session, (*BODY, 401, *LIMITED), "none"),
+    ("post", "/auth/logout"): Operation(out.LoggedOut, KEYED, "any"),  # 403: an API key (revoke it with DELETE)
     ("get", "/me"): Operation(out.Me, KEYED, "any"),
     ("get", "/api-key"): Operation(out.KeyList, KEYED, "any"),
     ("post", "/api-key"): Operation(out.NewKey, (*BODY, 409, *KEYED), "any", 201),
