@@ -7,14 +7,20 @@ kept, under the same Granian, interface and event loop) is the ceiling of our ow
 User-Agent and a Referer, so every redirect records a click. Runs alternate between the three servers; the medians
 of req/s and p99 are printed with Slugline's ratio to each. Afterwards the clicks stored are compared with the
 302s wrk received. A PostgreSQL database gets a schema of the run's own, dropped at the end.
+
+What one click costs Slugline's workers is read from /proc: the CPU of the serving (main) thread and of every other
+thread per request, over the `GET` rounds (a click each) and over one round of `HEAD` (which records none); the
+difference is the click's share. Everything the click costs in Rust and the database runs off the serving thread.
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +28,7 @@ import httpx
 from httpbench import (
     BROWSER,
     Run,
+    cpu_split,
     ensure_tools,
     lua_request,
     median,
@@ -32,6 +39,7 @@ from httpbench import (
     start_nginx,
     start_slugline,
     stop,
+    worker_threads_cpu,
     wrk,
 )
 
@@ -64,12 +72,23 @@ def main() -> int:
                 "bare Granian": f"{bare_base}/bench",
                 "slugline": f"{base}/{link.json()['slug']}",
             }
-            results = measure(urls, script, args)
+            results, cpu = measure(urls, script, args, server)
+            before_head = worker_threads_cpu(server)
+            head = wrk(urls["slugline"], args.duration, args.connections, args.threads, lua_request("HEAD", BROWSER))
+            time.sleep(1.2)
+            after_head = worker_threads_cpu(server)
         finally:
             stop(nginx, signal.SIGQUIT)
             stop(bare)
             stop(server)  # SIGTERM: the buffered clicks are flushed
         report(results, args)
+        clicks = sum(run.responses for run in results["slugline"])
+        with_click = [seconds / clicks * 1e6 for seconds in cpu_split(*cpu)]
+        without = [seconds / head.responses * 1e6 for seconds in cpu_split(before_head, after_head)]
+        print(
+            f"  worker CPU per request, µs: GET (records a click) serving thread {with_click[0]:.2f}, other threads "
+            f"{with_click[1]:.2f}; HEAD (no click) serving thread {without[0]:.2f}, other threads {without[1]:.2f}"
+        )
         stored = count_clicks(env["SLUGLINE_DATABASE_URL"], link.json()["id"])
     # wrk's count misses requests still in flight when a run ends; the server answered (and recorded) those too.
     print(
@@ -79,16 +98,31 @@ def main() -> int:
     return 0
 
 
-def measure(urls: dict[str, str], script: str, args: argparse.Namespace) -> dict[str, list[Run]]:
+Cpu = dict[tuple[int, int], float]
+
+
+def measure(
+    urls: dict[str, str], script: str, args: argparse.Namespace, server: subprocess.Popen[bytes]
+) -> tuple[dict[str, list[Run]], tuple[Cpu, Cpu]]:
+    """The runs of each server, and the slugline workers' CPU before and after its own runs (summed)."""
     for url in urls.values():
         wrk(url, 2, args.connections, args.threads, script)  # warm-up, not counted
     results: dict[str, list[Run]] = {label: [] for label in urls}
+    start: Cpu = {}
+    end: Cpu = {}
     for round_no in range(args.rounds):
         for label, url in urls.items():
+            before = worker_threads_cpu(server) if label == "slugline" else {}
             results[label].append(wrk(url, args.duration, args.connections, args.threads, script))
+            if label == "slugline":
+                time.sleep(1.2)  # the last clicks are flushed, and their CPU counted
+                after = worker_threads_cpu(server)
+                for key, seconds in after.items():
+                    start[key] = start.get(key, 0.0) + before.get(key, 0.0)
+                    end[key] = end.get(key, 0.0) + seconds
             run = results[label][-1]
             print(f"round {round_no + 1} {label:12s} {run.rps:10.0f} req/s  p99 {run.p99_ms:7.2f} ms", flush=True)
-    return results
+    return results, (start, end)
 
 
 def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:

@@ -211,3 +211,32 @@ def median(runs: Sequence[Run]) -> Run:
         statistics.median(r.p99_ms for r in runs),
         sum(r.responses for r in runs),
     )
+
+
+def worker_threads_cpu(server: subprocess.Popen[bytes]) -> dict[tuple[int, int], float]:
+    """CPU seconds used so far by each thread of the server's worker processes, keyed by (pid, thread id); the
+    main thread of a worker (thread id = pid) is the one that serves requests."""
+    found = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True).stdout.split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu: dict[tuple[int, int], float] = {}
+    for pid in map(int, found):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                stat = (task / "stat").read_text()
+            except OSError:  # the thread ended meanwhile
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            cpu[(pid, int(task.name))] = (int(fields[11]) + int(fields[12])) / ticks
+    return cpu
+
+
+def cpu_split(before: dict[tuple[int, int], float], after: dict[tuple[int, int], float]) -> tuple[float, float]:
+    """CPU seconds between two readings: (serving threads, every other thread)."""
+    serving = other = 0.0
+    for key, seconds in after.items():
+        used = seconds - before.get(key, 0.0)
+        if key[0] == key[1]:
+            serving += used
+        else:
+            other += used
+    return serving, other
