@@ -15,6 +15,9 @@ from slugline.settings import Settings
 SQLITE_BUSY_SECONDS = 10  # how long a writer waits for another one before giving up
 # While PostgreSQL is away a request fails within a few seconds (503) instead of hanging on a connect or the pool.
 CONNECT_SECONDS = 3
+# SQLite connections kept open per worker: as many as the thread pool runs at once (anyio's default, 40), so a
+# request under load never opens one (and runs its PRAGMAs) only to close it again. A file connection is cheap.
+SQLITE_POOL = 40
 POOL_WAIT_SECONDS = 5
 UNAVAILABLE_MESSAGE = "the database is unavailable: try again shortly"
 
@@ -50,7 +53,12 @@ def make_engine(settings: Settings) -> Engine:
         path = settings.sqlite_path()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS})
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS},
+            pool_size=SQLITE_POOL,
+            max_overflow=SQLITE_POOL,
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(

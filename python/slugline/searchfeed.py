@@ -4,7 +4,7 @@ refreshes just those links, so another worker's change costs it O(changed links)
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Connection, delete, insert, select
 from sqlalchemy.orm import Session
 
 from slugline.models import LinkChange
@@ -25,7 +25,7 @@ def record(session: Session, account_id: int, version: int, link_id: str) -> Non
 
 
 def changed_since(
-    session: Session, account_id: int, seen: int, current: int, limit: int = KEEP
+    session: Session | Connection, account_id: int, seen: int, current: int, limit: int = KEEP
 ) -> tuple[int, set[str]] | None:
     """(newest version, ids of the links changed after version `seen`, up to `current` at least), or None when
     the feed cannot tell (rows pruned, or more than `limit` of them): then only a reload is exact."""

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from slugline import searchfeed
@@ -77,7 +77,7 @@ class SearchCache:
     def held_bytes(self) -> int:
         return self._bytes
 
-    def use(self, session: Session, account_id: int, work: Callable[[SearchIndex], T]) -> T:
+    def use(self, session: Session | Connection, account_id: int, work: Callable[[SearchIndex], T]) -> T:
         """Run `work` on the account's index, brought up to the account's current version first."""
         version = session.scalar(select(Account.links_version).where(Account.id == account_id)) or 0
         entry = self._get(account_id)
@@ -108,7 +108,7 @@ class SearchCache:
                 self._entries.move_to_end(account_id)
             return entry
 
-    def _refresh(self, session: Session, account_id: int, version: int) -> _Entry:
+    def _refresh(self, session: Session | Connection, account_id: int, version: int) -> _Entry:
         with self._flights[account_id % FLIGHT_LOCKS]:
             entry = self._get(account_id)
             if entry is not None and entry.version >= version:
@@ -120,14 +120,16 @@ class SearchCache:
                     return entry
             return self._build(session, account_id, version)
 
-    def _catch_up(self, session: Session, account_id: int, entry: _Entry, newest: int, ids: set[str]) -> None:
+    def _catch_up(
+        self, session: Session | Connection, account_id: int, entry: _Entry, newest: int, ids: set[str]
+    ) -> None:
         rows = session.execute(select(*INDEXED).where(Link.account_id == account_id, Link.id.in_(ids))) if ids else ()
         with entry.lock:
             _refresh_links(entry.index, ids, rows)
             entry.version = max(entry.version, newest)
         self._resize(account_id, entry)
 
-    def _build(self, session: Session, account_id: int, version: int) -> _Entry:
+    def _build(self, session: Session | Connection, account_id: int, version: int) -> _Entry:
         index = SearchIndex()
         # Streamed: the rows of a big account never sit in memory all at once next to the index they fill.
         rows = select(*INDEXED).where(Link.account_id == account_id).execution_options(yield_per=500)

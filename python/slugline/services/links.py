@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, Row, bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -27,7 +27,27 @@ LINK_ID = re.compile(r"lnk_[0-9A-Za-z]{11}")
 SLUG_ATTEMPTS = 3  # a generated slug that is taken is drawn again; 62^7 slugs make a second clash unlikely
 
 
-def link_dict(link: Link, base_url: str) -> dict[str, Any]:
+# The columns a link's JSON shows: reads select just these (Core rows, not ORM objects).
+SHOWN = (
+    Link.id,
+    Link.slug,
+    Link.destination_url,
+    Link.title,
+    Link.description,
+    Link.note,
+    Link.hashtags,
+    Link.visibility,
+    Link.clicks,
+    Link.created_at,
+    Link.updated_at,
+)
+_GET = select(*SHOWN).where(Link.id == bindparam("link_id"), Link.account_id == bindparam("account_id"))
+_GET_PUBLIC = _GET.where(Link.visibility.in_(PUBLIC_LEVELS))
+LinkRow = Row[*tuple[Any, ...]]
+
+
+def link_dict(link: Link | LinkRow, base_url: str) -> dict[str, Any]:
+    """A link's JSON, from a Link or a row of the SHOWN columns."""
     return {
         "id": link.id,
         "slug": link.slug,
@@ -124,22 +144,23 @@ def _insert(rt: Runtime, caller: Caller, link: Link) -> int | None:
 
 
 def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    """A page of links; a read on a Core connection, so no ORM session or object is made."""
     params = parse(ListParams, without_nulls(data))
-    with rt.db.session() as session:
+    with rt.db.engine.connect() as conn:
         conds = visible(caller)
         if params.q and params.q.strip():
             query = params.q
-            ids = rt.search.use(session, caller.account_id, lambda index: index.filter(query, caller.public_only))
-            conds.append(id_in(session, Link.id, ids))
-        total = session.scalar(select(func.count()).select_from(Link).where(*conds)) or 0
+            ids = rt.search.use(conn, caller.account_id, lambda index: index.filter(query, caller.public_only))
+            conds.append(id_in(conn, Link.id, ids))
+        total = conn.scalar(select(func.count()).select_from(Link).where(*conds)) or 0
         column = getattr(Link, params.sort)
         order = (
             [column.asc().nulls_last(), Link.id.asc()]
             if params.dir == "asc"
             else [column.desc().nulls_last(), Link.id.desc()]
         )
-        stmt = select(Link).where(*conds).order_by(*order).limit(params.per).offset((params.page - 1) * params.per)
-        data_out = [link_dict(link, caller.base_url) for link in session.scalars(stmt)]
+        stmt = select(*SHOWN).where(*conds).order_by(*order).limit(params.per).offset((params.page - 1) * params.per)
+        data_out = [link_dict(row, caller.base_url) for row in conn.execute(stmt)]
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
 
 
@@ -153,8 +174,14 @@ def find_link(session: Session, caller: Caller, link_id: str) -> Link:
 
 
 def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
-    with rt.db.session() as session:
-        return link_dict(find_link(session, caller, link_id), caller.base_url)
+    if not LINK_ID.fullmatch(link_id):
+        raise NotFound(NOT_FOUND)
+    stmt = _GET_PUBLIC if caller.public_only else _GET
+    with rt.db.engine.connect() as conn:
+        row = conn.execute(stmt, {"link_id": link_id, "account_id": caller.account_id}).first()
+    if row is None:
+        raise NotFound(NOT_FOUND)
+    return link_dict(row, caller.base_url)
 
 
 def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:

@@ -26,8 +26,8 @@ async def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody) -> JSON
 
 
 @router.get("/{link_id}", summary="Get one link")
-def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
-    return JSON(links.get_link(rt, caller, link_id))
+async def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
+    return JSON(await run_in_threadpool(links.get_link, rt, caller, link_id))
 
 
 @router.put(
@@ -35,10 +35,10 @@ def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
     openapi_extra=body_schema(LinkUpdate),
     summary="Update a link: send only the fields to change; null clears title, description, note, hashtags",
 )
-def update_link(rt: RuntimeDep, caller: ApiCaller, link_id: str, body: JsonBody) -> JSON:
-    return JSON(links.update_link(rt, caller, link_id, body))
+async def update_link(rt: RuntimeDep, caller: ApiCaller, link_id: str, body: JsonBody) -> JSON:
+    return JSON(await run_in_threadpool(links.update_link, rt, caller, link_id, body))
 
 
 @router.delete("/{link_id}", summary="Delete a link permanently, with its clicks")
-def delete_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
-    return JSON(links.delete_link(rt, caller, link_id))
+async def delete_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
+    return JSON(await run_in_threadpool(links.delete_link, rt, caller, link_id))

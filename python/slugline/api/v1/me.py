@@ -10,5 +10,5 @@ router = APIRouter(tags=["account"])
 
 
 @router.get("/me", summary="The authenticated account: username, plan, key scope")
-def me(caller: AnyCaller) -> JSON:
+async def me(caller: AnyCaller) -> JSON:  # no I/O once the caller is known: no thread
     return JSON(accounts.me(caller))
