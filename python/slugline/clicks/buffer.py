@@ -110,16 +110,19 @@ class ClickRecorder:
                     self._release(batch)
                     self._failures = 0
                     continue
-                except Exception:
+                except Exception as exc:
                     self._failures += 1
+                    # One traceback per episode; while it lasts (an outage: once a flush) a line each time.
+                    report = log.exception if self._failures in (1, MAX_BATCH_FAILURES) else log.warning
                     if self._failures < MAX_BATCH_FAILURES:
-                        log.exception("writing %d clicks failed; keeping them for the next flush", len(batch))
+                        report("writing %d clicks failed; keeping them for the next flush (%s)", len(batch), brief(exc))
                         self.queue.give_back(batch)
                         break
-                    log.exception(
-                        "writing %d clicks failed %d times in a row; writing them one at a time",
+                    report(
+                        "writing %d clicks failed %d times in a row (%s); writing them one at a time",
                         len(batch),
                         self._failures,
+                        brief(exc),
                     )
                 done, outage = await asyncio.to_thread(self._write_each, batch)
                 written += done
@@ -155,7 +158,7 @@ class ClickRecorder:
                 dropped += 1
                 self._refused += 1
                 if dropped == 1:
-                    log.warning("the database refused a click (%s: %s)", type(exc).__name__, str(exc).split("\n")[0])
+                    log.warning("the database refused a click (%s)", brief(exc))
             self._release(single)
         self._log_dropped(dropped, len(singles))
         return written, False
@@ -169,6 +172,11 @@ class ClickRecorder:
         """Runs in a worker thread: the Rust encoding releases the GIL, and so does the database at work."""
         salts = self._salts.get(self._rt.db, clicks.days())
         return write_batch(self._rt.db, clicks.encode(salts, MAX_TEXT))
+
+
+def brief(exc: BaseException) -> str:
+    """The exception's type and the first line of its message."""
+    return f"{type(exc).__name__}: {str(exc).split(chr(10))[0]}"
 
 
 @asynccontextmanager
