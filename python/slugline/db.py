@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -77,11 +78,21 @@ class Database:
     def __init__(self, settings: Settings) -> None:
         self.engine = make_engine(settings)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        sqlite = self.engine.dialect.name == "sqlite"
+        self._writer: AbstractContextManager[object] = threading.Lock() if sqlite else nullcontext()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A session whose transaction commits on success and rolls back on error."""
         with self.sessions.begin() as session:
+            yield session
+
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        """A session for a write transaction. On SQLite, one at a time per process, queued on a lock: the file takes
+        one writer anyway, and a writer that finds it taken sleeps in SQLite's busy handler (up to 100 ms a try)
+        where a lock hands over at once. Writers of other processes still wait on the file (busy_timeout)."""
+        with self._writer, self.session() as session:
             yield session
 
     def dispose(self) -> None:

@@ -77,8 +77,12 @@ def _link_id(arguments: dict[str, Any]) -> str:
     return link_id
 
 
+async def _me(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
+    return accounts.me(caller)
+
+
 async def get_me(ctx: Context) -> outputs.Me:
-    result: outputs.Me = await _run(ctx, lambda rt, caller, _: accounts.me(caller))
+    result: outputs.Me = await _run_async(ctx, _me)  # no I/O once the caller is known: no thread
     return result
 
 

@@ -135,7 +135,7 @@ def create_link(rt: Runtime, caller: Caller, data: Any, fetched: dict[str, str] 
 def _insert(rt: Runtime, caller: Caller, link: Link) -> int | None:
     """The account's new links version, or None when the slug is taken."""
     try:
-        with rt.db.session() as session:
+        with rt.db.writing() as session:
             session.add(link)
             session.flush()
             return _bump(session, caller.account_id, link.id)
@@ -186,7 +186,7 @@ def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
 
 def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:
     try:
-        with rt.db.session() as session:
+        with rt.db.writing() as session:
             link = find_link(session, caller, link_id)
             old_slug = link.slug
             _guard_visibility(caller, data)
@@ -223,7 +223,7 @@ def _apply_password(link: Link, body: LinkUpdate, sent: set[str]) -> None:
 
 
 def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
-    with rt.db.session() as session:
+    with rt.db.writing() as session:
         link = find_link(session, caller, link_id)
         slug = link.slug
         session.delete(link)
