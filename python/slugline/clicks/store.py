@@ -40,7 +40,7 @@ _LOCK = (
 # shared), so the driver binds them without Python code per click and the GIL changes hands once per statement.
 _COLUMNS = "link_id, clicked_at, device, browser, os, source, referrer, visitor"
 _COPY = f"COPY clicks ({_COLUMNS}) FROM STDIN"
-ROWS_PER_INSERT = 100
+ROWS_PER_INSERT = 250
 
 
 @functools.cache
@@ -124,15 +124,20 @@ def write_batch(db: Database, encoded: _core.EncodedClicks) -> int:
         if not alive:
             return 0
         kept = None if len(alive) == encoded.links else set(alive)
-        if postgres:
-            with conn.connection.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
+        # The rows go straight to the driver, on the transaction's own connection.
+        driver: Any = conn.connection.driver_connection
+        cursor = driver.cursor()
+        try:
+            if postgres:
                 with cursor.copy(_COPY) as copy:
                     copy.write(encoded.copy_text(kept))
                 written = int(cursor.rowcount)
-        else:
-            written = 0
-            for values in encoded.values(kept, ROWS_PER_INSERT):
-                conn.exec_driver_sql(_insert_rows(len(values) // 8), tuple(values))
-                written += len(values) // 8
+            else:
+                written = 0
+                for values in encoded.values(kept, ROWS_PER_INSERT):
+                    cursor.execute(_insert_rows(len(values) // 8), values)
+                    written += len(values) // 8
+        finally:
+            cursor.close()
         conn.exec_driver_sql(_UPSERT_DAILY["postgresql" if postgres else "sqlite"], (encoded.rollup,))
     return written
