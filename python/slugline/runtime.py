@@ -9,6 +9,7 @@ from ipaddress import IPv4Network, IPv6Network, ip_network
 from slugline.db import Database
 from slugline.gates import Gates
 from slugline.identitycache import IdentityCache
+from slugline.linkcounts import LinkCounts
 from slugline.ratelimit import RateLimiter, make_rate_limiter
 from slugline.searchindex import SearchCache
 from slugline.settings import Settings
@@ -26,6 +27,7 @@ class Runtime:
     search: SearchCache = field(default_factory=SearchCache)
     gates: Gates = field(default_factory=Gates)  # per-account caps on concurrent fetches and searches
     identities: IdentityCache = field(default_factory=IdentityCache)  # tokens resolved in the last half second
+    link_counts: LinkCounts = field(default_factory=LinkCounts)  # links per account, per links version
     # Called with (slug, previous slug or None) after a link is saved or deleted in this worker.
     link_hooks: list[Callable[[str, str | None], None]] = field(default_factory=list)
 

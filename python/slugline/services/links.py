@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, bindparam, func, select, update
+from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -18,7 +19,7 @@ from slugline.runtime import Runtime
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams, non_null_fields
 from slugline.services import events
 from slugline.services.paging import pagination
-from slugline.services.sqlhelpers import id_in
+from slugline.services.sqlhelpers import ids_in, match_ids
 from slugline.services.validation import parse, without_nulls
 from slugline.visibility import HIDDEN_LEVELS, PUBLIC_LEVELS, Visibility
 
@@ -143,24 +144,102 @@ def _insert(rt: Runtime, caller: Caller, link: Link) -> int | None:
         return None
 
 
+# A match set this dense (one link in DENSE_SHARE or more), on a shallow page sorted by creation time, is paged by
+# walking the account's creation-time index (ids only) until the page is found; otherwise the matched rows are read
+# by primary key and sorted.
+DENSE_SHARE = 50
+DENSE_MAX_DEPTH = 1000  # links before the end of the page
+WALK_MIN = 64  # ids read per step of the walk, at least
+
+
+@functools.lru_cache(maxsize=64)
+def _walk_statement(direction: str, public_only: bool) -> Select[str]:
+    conds: list[ColumnElement[bool]] = [Link.account_id == bindparam("account_id")]
+    if public_only:
+        conds.append(Link.visibility.in_(PUBLIC_LEVELS))
+    order: list[ColumnElement[Any]] = (
+        [Link.created_at.asc(), Link.id.asc()] if direction == "asc" else [Link.created_at.desc(), Link.id.desc()]
+    )
+    return select(Link.id).where(*conds).order_by(*order).limit(bindparam("limit")).offset(bindparam("offset"))
+
+
+def _walk(
+    conn: Connection, caller: Caller, direction: str, matched: set[str], skip: int, want: int, size: int
+) -> list[str]:
+    """The matched ids `skip`..`skip + want` in creation order, found by walking the account's index."""
+    found: list[str] = []
+    step = max(WALK_MIN, (skip + want) * size // max(len(matched), 1) * 3 // 2)
+    offset = 0
+    stmt = _walk_statement(direction, caller.public_only)
+    while len(found) < skip + want:
+        ids = conn.execute(stmt, {"account_id": caller.account_id, "limit": step, "offset": offset}).scalars().all()
+        found += [link_id for link_id in ids if link_id in matched]
+        if len(ids) < step:
+            break
+        offset += step
+    return found[skip : skip + want]
+
+
+@functools.lru_cache(maxsize=64)
+def page_statement(
+    dialect: str, sort: str, direction: str, public_only: bool, matches: str
+) -> Select[*tuple[Any, ...]]:
+    """The page query for one shape, built once (SQLAlchemy then reuses its compiled form).
+
+    `matches`: "" (no `q`) or "sparse" (read the matched ids by primary key, then sort: the `+ 0` only stops the
+    database from walking the account's index instead)."""
+    column = getattr(Link, sort)
+    order = (
+        [column.asc().nulls_last(), Link.id.asc()]
+        if direction == "asc"
+        else [column.desc().nulls_last(), Link.id.desc()]
+    )
+    account = Link.account_id + 0 if matches == "sparse" else Link.account_id
+    conds: list[ColumnElement[bool]] = [account == bindparam("account_id")]
+    if public_only:
+        conds.append(Link.visibility.in_(PUBLIC_LEVELS))
+    if matches:
+        conds.append(ids_in(dialect, Link.id.expression, "match_ids"))
+    return select(*SHOWN).where(*conds).order_by(*order).limit(bindparam("limit")).offset(bindparam("offset"))
+
+
+_VERSION = select(Account.links_version).where(Account.id == bindparam("account_id"))
+
+
 def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
-    """A page of links; a read on a Core connection, so no ORM session or object is made."""
+    """A page of links; a read on a Core connection, so no ORM session or object is made.
+
+    With `q`, the account's search index gives the matches and their number; without, the number is counted once
+    per version of the account's links (every link write bumps it) and remembered."""
     params = parse(ListParams, without_nulls(data))
+    binds: dict[str, Any] = {
+        "account_id": caller.account_id,
+        "limit": params.per,
+        "offset": (params.page - 1) * params.per,
+    }
     with rt.db.engine.connect() as conn:
-        conds = visible(caller)
+        matches = ""
         if params.q and params.q.strip():
             query = params.q
-            ids = rt.search.use(conn, caller.account_id, lambda index: index.filter(query, caller.public_only))
-            conds.append(id_in(conn, Link.id, ids))
-        total = conn.scalar(select(func.count()).select_from(Link).where(*conds)) or 0
-        column = getattr(Link, params.sort)
-        order = (
-            [column.asc().nulls_last(), Link.id.asc()]
-            if params.dir == "asc"
-            else [column.desc().nulls_last(), Link.id.desc()]
-        )
-        stmt = select(*SHOWN).where(*conds).order_by(*order).limit(params.per).offset((params.page - 1) * params.per)
-        data_out = [link_dict(row, caller.base_url) for row in conn.execute(stmt)]
+            ids, size = rt.search.use(
+                conn, caller.account_id, lambda index: (index.filter(query, caller.public_only), len(index))
+            )
+            total = len(ids)
+            matches = "sparse"
+            depth = params.page * params.per
+            if params.sort == "created_at" and total * DENSE_SHARE >= size and depth <= DENSE_MAX_DEPTH:
+                ids = _walk(conn, caller, params.dir, set(ids), depth - params.per, params.per, size)
+                binds["offset"] = 0
+            binds["match_ids"] = match_ids(conn, ids)
+        else:
+            version = conn.scalar(_VERSION, {"account_id": caller.account_id}) or 0
+            counted = rt.link_counts.get(caller.account_id, caller.public_only, version)
+            if counted is None:
+                counted = conn.scalar(select(func.count()).select_from(Link).where(*visible(caller))) or 0
+                rt.link_counts.put(caller.account_id, caller.public_only, version, counted)
+            total = counted
+        stmt = page_statement(conn.dialect.name, params.sort, params.dir, caller.public_only, matches)
+        data_out = [link_dict(row, caller.base_url) for row in conn.execute(stmt, binds)] if total else []
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
 
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-
 from slugline.caller import Caller
-from slugline.models import Link
 from slugline.runtime import Runtime
 from slugline.schemas import SearchParams
-from slugline.services.links import SHOWN, LinkRow, link_dict, visible
-from slugline.services.sqlhelpers import id_in
+from slugline.services.links import LinkRow, link_dict, page_statement
+from slugline.services.sqlhelpers import match_ids
 from slugline.services.validation import parse
 
 
@@ -24,9 +21,10 @@ def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
         ids = [link_id for link_id, _, _ in hits]
         by_id: dict[str, LinkRow] = {}
         if ids:
-            by_id = {
-                row.id: row for row in conn.execute(select(*SHOWN).where(*visible(caller), id_in(conn, Link.id, ids)))
-            }
+            # A few ids: read by primary key (`sparse`), the account and visibility checked on each row.
+            stmt = page_statement(conn.dialect.name, "created_at", "desc", caller.public_only, "sparse")
+            binds = {"account_id": caller.account_id, "match_ids": match_ids(conn, ids), "limit": len(ids), "offset": 0}
+            by_id = {row.id: row for row in conn.execute(stmt, binds)}
     out = [
         {"link": link_dict(by_id[link_id], caller.base_url), "score": round(score, 4), "highlights": marks}
         for link_id, score, marks in hits

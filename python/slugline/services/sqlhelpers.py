@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import orjson
 from sqlalchemy import BindParameter, ColumnElement, Connection, String, any_, bindparam, column, func, select
@@ -18,3 +19,16 @@ def id_in(db: Session | Connection, col: InstrumentedAttribute[str], ids: Sequen
     as_json: BindParameter[str] = bindparam("match_ids", orjson.dumps(list(ids)).decode())
     rows = select(column("value", String)).select_from(func.json_each(as_json))
     return col.in_(rows)
+
+
+def ids_in(dialect: str, expr: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+    """`expr IN <the ids bound to name at execution>`, for statements built once; bind `match_ids(…)`."""
+    if dialect == "postgresql":
+        return expr == any_(bindparam(name, type_=ARRAY(String)))
+    rows = select(column("value", String)).select_from(func.json_each(bindparam(name, type_=String)))
+    return expr.in_(rows)
+
+
+def match_ids(db: Connection, ids: Sequence[str]) -> list[str] | str:
+    """The value `ids_in`'s parameter takes on this connection's database."""
+    return list(ids) if db.dialect.name == "postgresql" else orjson.dumps(list(ids)).decode()
