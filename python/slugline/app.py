@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -86,6 +87,8 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or Runtime.create(settings)
         app.state.runtime = rt
+        # Threads that run requests' database work (see `Database.threads`).
+        anyio.to_thread.current_default_thread_limiter().total_tokens = rt.db.threads
         try:
             async with mcp.serve(rt), recording(rt) as app.state.clicks:  # flushed before the runtime closes
                 if runtime is None:

@@ -52,8 +52,9 @@ class Settings(BaseSettings):
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     click_flush_max: int = Field(default=1000, ge=1, le=1000)
     # PostgreSQL connections per worker: the pool, and how many more may be opened at a peak.
-    db_pool_size: int = Field(default=10, ge=1)
-    db_max_overflow: int = Field(default=20, ge=0)
+    db_pool_size: int = Field(default=20, ge=1)
+    db_max_overflow: int = Field(default=10, ge=0)
+    db_threads: int | None = Field(default=None, ge=1)  # default: 8 on SQLite, db_pool_size on PostgreSQL
 
     def sqlite_path(self) -> Path | None:
         """The database file when the store is SQLite, else None."""
