@@ -19,7 +19,7 @@ CONNECT_SECONDS = 3
 # SQLite connections kept open per worker: as many as the thread pool runs at once (anyio's default, 40), so a
 # request under load never opens one (and runs its PRAGMAs) only to close it again. A file connection is cheap.
 SQLITE_POOL = 40
-SQLITE_THREADS = 8
+SQLITE_THREADS = 4
 POOL_WAIT_SECONDS = 5
 UNAVAILABLE_MESSAGE = "the database is unavailable: try again shortly"
 
@@ -81,7 +81,7 @@ class Database:
         # Threads that run requests' database work at once, per worker. Never more than the pool keeps connections
         # for (a thread past it would open and close a connection of its own every time). On SQLite the work is
         # CPU under the GIL: past a few threads they only trade the GIL (64 concurrent lists of 20 links: 1,220
-        # req/s on 2 threads, 950 on 4, 740 on 8, 430 on 40). Eight still leave room for requests that wait (for
+        # req/s on 2 threads, 950 on 4, 740 on 8, 430 on 40). Four still leave room for requests that wait (for
         # the write lock, a password hash) without stalling the reads. PostgreSQL work waits on the network, so
         # more threads help there.
         sqlite = self.engine.dialect.name == "sqlite"

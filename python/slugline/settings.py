@@ -54,7 +54,7 @@ class Settings(BaseSettings):
     # PostgreSQL connections per worker: the pool, and how many more may be opened at a peak.
     db_pool_size: int = Field(default=20, ge=1)
     db_max_overflow: int = Field(default=10, ge=0)
-    db_threads: int | None = Field(default=None, ge=1)  # default: 8 on SQLite, db_pool_size on PostgreSQL
+    db_threads: int | None = Field(default=None, ge=1)  # default: 4 on SQLite, db_pool_size on PostgreSQL
 
     def sqlite_path(self) -> Path | None:
         """The database file when the store is SQLite, else None."""
