@@ -1,0 +1,102 @@
+"""What one click costs on its way to the database, per step, 1,000 clicks at a time (divide the means by 1,000):
+
+    python -m pytest benches/test_click_path.py --benchmark-only --timeout 0
+
+- `record`: the redirect's one call into the Rust queue (holds the GIL; the only step on the serving thread).
+- `encode`: classification (each distinct User-Agent once), visitor hashes and roll-up (the GIL released).
+- `values` (SQLite) / `copy_text` (PostgreSQL): the rows as the database takes them.
+- `write_sqlite`: the whole write of one batch to a SQLite file (the driver releases the GIL while SQLite works).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+from sqlalchemy import text
+
+from slugline import _core
+from slugline.caller import Caller
+from slugline.clicks.buffer import ClickRecorder
+from slugline.clicks.store import MAX_TEXT, write_batch
+from slugline.migrate import upgrade
+from slugline.runtime import Runtime
+from slugline.services import accounts, links
+from slugline.settings import Settings
+
+BATCH = 1000
+AGENT = (
+    b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+)
+REFERRER = b"https://news.example.com/item?id=1"
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, str]]:
+    path: Path = tmp_path_factory.mktemp("clicks") / "bench.db"
+    rt = Runtime.create(Settings(database_url=f"sqlite:///{path}", secret_key="bench-" + "s" * 40))
+    upgrade(rt.db.engine)
+    accounts.register(rt, {"username": "bench", "password": "bench-password"}, plan="pro")
+    with rt.db.engine.connect() as conn:
+        account_id = conn.execute(text("SELECT id FROM accounts WHERE username = 'bench'")).scalar_one()
+    caller = Caller(account_id, "bench", "pro", "full", datetime.now(UTC))
+    link = links.create_link(rt, caller, {"destination_url": "https://example.org/bench"})
+    yield rt, link["id"]
+    rt.db.dispose()
+
+
+def fill(queue: _core.ClickQueue, link_id: str) -> None:
+    for i in range(BATCH):
+        queue.record(link_id, AGENT, REFERRER, None, False, f"198.51.100.{i % 250}")
+
+
+def test_record(benchmark: BenchmarkFixture, runtime: tuple[Runtime, str]) -> None:
+    rt, link_id = runtime
+    recorder = ClickRecorder(rt)
+
+    def record() -> None:
+        fill(recorder.queue, link_id)
+        recorder.queue.release(recorder.queue.take(BATCH))
+
+    benchmark(record)
+
+
+@pytest.fixture
+def taken(runtime: tuple[Runtime, str]) -> tuple[ClickRecorder, _core.Clicks, dict[int, bytes]]:
+    rt, link_id = runtime
+    recorder = ClickRecorder(rt)
+    fill(recorder.queue, link_id)
+    clicks = recorder.queue.take(BATCH)
+    return recorder, clicks, recorder._salts.get(rt.db, clicks.days())
+
+
+def test_encode(benchmark: BenchmarkFixture, taken: tuple[ClickRecorder, _core.Clicks, dict[int, bytes]]) -> None:
+    _, clicks, salts = taken
+    encoded = benchmark(clicks.encode, salts, MAX_TEXT)
+    assert len(encoded) == BATCH
+
+
+def test_values(benchmark: BenchmarkFixture, taken: tuple[ClickRecorder, _core.Clicks, dict[int, bytes]]) -> None:
+    _, clicks, salts = taken
+    chunks = benchmark(clicks.encode(salts, MAX_TEXT).values, None, 250)
+    assert sum(len(chunk) for chunk in chunks) == BATCH * 8
+
+
+def test_copy_text(benchmark: BenchmarkFixture, taken: tuple[ClickRecorder, _core.Clicks, dict[int, bytes]]) -> None:
+    _, clicks, salts = taken
+    rows = benchmark(clicks.encode(salts, MAX_TEXT).copy_text, None)
+    assert rows.count(b"\n") == BATCH
+
+
+def test_write_sqlite(
+    benchmark: BenchmarkFixture,
+    runtime: tuple[Runtime, str],
+    taken: tuple[ClickRecorder, _core.Clicks, dict[int, bytes]],
+) -> None:
+    rt, _ = runtime
+    _, clicks, salts = taken
+    encoded = clicks.encode(salts, MAX_TEXT)
+    assert benchmark(write_batch, rt.db, encoded) == BATCH
