@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -104,6 +104,11 @@ class Database:
         where a lock hands over at once. Writers of other processes still wait on the file (busy_timeout)."""
         with self._writer, self.session() as session:
             yield session
+
+    def reading(self) -> Connection:
+        """A connection for reads outside a transaction (each statement sees what was committed when it ran, as in
+        any transaction at READ COMMITTED): on PostgreSQL no BEGIN and ROLLBACK round trips around them."""
+        return self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self) -> None:
         self.engine.dispose()

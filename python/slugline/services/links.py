@@ -217,10 +217,12 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
         "limit": params.per,
         "offset": (params.page - 1) * params.per,
     }
-    with rt.db.engine.connect() as conn:
+    searching = bool(params.q and params.q.strip())
+    # With `q`, a transaction: the search index may load through a server-side cursor.
+    with rt.db.engine.connect() if searching else rt.db.reading() as conn:
         matches = ""
-        if params.q and params.q.strip():
-            query = params.q
+        if searching:
+            query = params.q or ""
             ids, size = rt.search.use(
                 conn, caller.account_id, lambda index: (index.filter(query, caller.public_only), len(index))
             )
@@ -256,7 +258,7 @@ def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     if not LINK_ID.fullmatch(link_id):
         raise NotFound(NOT_FOUND)
     stmt = _GET_PUBLIC if caller.public_only else _GET
-    with rt.db.engine.connect() as conn:
+    with rt.db.reading() as conn:
         row = conn.execute(stmt, {"link_id": link_id, "account_id": caller.account_id}).first()
     if row is None:
         raise NotFound(NOT_FOUND)

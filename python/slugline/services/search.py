@@ -14,7 +14,7 @@ from slugline.services.validation import parse
 
 def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     params = parse(SearchParams, data)
-    with rt.db.engine.connect() as conn:
+    with rt.db.engine.connect() as conn:  # a transaction: the index may load through a server-side cursor
         total, hits = rt.search.use(
             conn, caller.account_id, lambda index: index.search(params.q, params.limit, caller.public_only)
         )
