@@ -24,7 +24,7 @@ from slugline.redirects.unlock import Unlocker, form_page
 from slugline.redirects.urls import merge_query
 from slugline.runtime import Runtime
 from slugline.visibility import Visibility
-from slugline.web.request import UNKNOWN_CLIENT, client_ip
+from slugline.web.request import client_ip
 from slugline.web.unavailable import send_unavailable
 
 SLUG_PATH = re.compile(r"/([A-Za-z0-9_-]{1,64})")
@@ -130,21 +130,7 @@ class Redirects:
     async def fast(self, entry: Entry, scope: Scope, send: Any) -> None:
         """`redirect` for a cached public or unlisted link and a `GET`: the hot path, kept to the bare minimum."""
         try:
-            query = scope["query_string"]
-            if query:
-                location, utm, via_qr = merge_query(entry.destination, query)
-            else:
-                location, utm, via_qr = entry.location, None, False
-            agent = referrer = b""
-            for name, value in scope["headers"]:
-                if name == b"user-agent":
-                    agent = value
-                elif name == b"referer":
-                    referrer = value
-            client = scope.get("client")
-            outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client[0] if client else UNKNOWN_CLIENT)
-            if outcome:
-                self.clicks.notice(outcome)
+            location = self.count(entry, scope)
         except Exception:
             log.exception("answering %s failed", scope["path"])
             await respond(scope, send, 500, INTERNAL_ERROR_JSON, b"application/json", NO_STORE)
@@ -155,6 +141,19 @@ class Redirects:
         await send(EMPTY_BODY)
 
     async def redirect(self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = ()) -> None:
+        location = self.count(entry, scope)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 302,
+                "headers": [(b"location", location), *REDIRECT_HEADERS, *extra],
+            }
+        )
+        await send(EMPTY_BODY)
+
+    def count(self, entry: Entry, scope: Scope) -> bytes:
+        """The `Location` for this request; a click recorded unless it is a `HEAD`. Called before the response goes
+        out, so a 302 a client received is never missing from the counts."""
         query = scope["query_string"]
         if query:
             location, utm, via_qr = merge_query(entry.destination, query)
@@ -167,18 +166,10 @@ class Redirects:
                     agent = value
                 elif name == b"referer":
                     referrer = value
-            # Recorded before the response goes out, so a 302 a client received is never missing from the counts.
             outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope))
             if outcome:  # a full batch waits, or the buffer is full
                 self.clicks.notice(outcome)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 302,
-                "headers": [(b"location", location), *REDIRECT_HEADERS, *extra],
-            }
-        )
-        await send({"type": "http.response.body", "body": b""})
+        return location
 
     async def protected(self, slug: str, entry: Entry, scope: Scope, receive: Any, send: Any) -> None:
         query = scope["query_string"]
