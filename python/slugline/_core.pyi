@@ -235,8 +235,6 @@ class Clicks:
     def split(self) -> list[Clicks]:
         """One ``Clicks`` per click, in order; this one is emptied."""
 
-    def raw(self) -> list[_RawClick]: ...
-
 @final
 class EncodedClicks:
     """A classified batch, ready for one database write."""

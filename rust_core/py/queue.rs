@@ -176,10 +176,6 @@ impl PyClicks {
             Ok(all.into_iter().map(|c| PyClicks::new(vec![c])).collect())
         })
     }
-
-    fn raw<'py>(&self, py: Python<'py>) -> PyResult<Vec<RawTuple<'py>>> {
-        guard(|| Ok(lock(&self.inner).iter().map(|c| raw_tuple(py, c)).collect()))
-    }
 }
 
 /// A classified batch, ready for one database write.

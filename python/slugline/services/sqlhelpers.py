@@ -6,19 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import BindParameter, ColumnElement, Connection, String, any_, bindparam, column, func, select
+from sqlalchemy import ColumnElement, Connection, String, any_, bindparam, column, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.orm import InstrumentedAttribute, Session
-
-
-def id_in(db: Session | Connection, col: InstrumentedAttribute[str], ids: Sequence[str]) -> ColumnElement[bool]:
-    """`col IN ids` as ONE bound parameter, however many ids the search engine matched."""
-    dialect = db.dialect if isinstance(db, Connection) else db.get_bind().dialect
-    if dialect.name == "postgresql":
-        return col == any_(bindparam("match_ids", list(ids), type_=ARRAY(String)))
-    as_json: BindParameter[str] = bindparam("match_ids", orjson.dumps(list(ids)).decode())
-    rows = select(column("value", String)).select_from(func.json_each(as_json))
-    return col.in_(rows)
 
 
 def ids_in(dialect: str, expr: ColumnElement[Any], name: str) -> ColumnElement[bool]:
