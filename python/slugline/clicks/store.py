@@ -115,12 +115,13 @@ def write_batch(db: Database, encoded: _core.EncodedClicks) -> int:
     if not len(encoded):
         return 0
     with db.engine.begin() as conn:
-        postgres = conn.dialect.name == "postgresql"
+        dialect = conn.dialect.name
+        postgres = dialect == "postgresql"
         if postgres:
             conn.exec_driver_sql(_LOCK, (encoded.totals,))
         # First: on SQLite the transaction takes the write lock before anything else, and the links still there
         # come back, so no row can name a link deleted meanwhile (its deletion waits for this transaction).
-        alive = conn.exec_driver_sql(_BUMP["postgresql" if postgres else "sqlite"], (encoded.totals,)).scalars().all()
+        alive = conn.exec_driver_sql(_BUMP[dialect], (encoded.totals,)).scalars().all()
         if not alive:
             return 0
         kept = None if len(alive) == encoded.links else set(alive)
@@ -139,5 +140,5 @@ def write_batch(db: Database, encoded: _core.EncodedClicks) -> int:
                     written += len(values) // 8
         finally:
             cursor.close()
-        conn.exec_driver_sql(_UPSERT_DAILY["postgresql" if postgres else "sqlite"], (encoded.rollup,))
+        conn.exec_driver_sql(_UPSERT_DAILY[dialect], (encoded.rollup,))
     return written

@@ -182,11 +182,11 @@ def _walk(
 
 @functools.lru_cache(maxsize=64)
 def page_statement(
-    dialect: str, sort: str, direction: str, public_only: bool, matches: str
+    dialect: str, sort: str, direction: str, public_only: bool, by_ids: bool
 ) -> Select[*tuple[Any, ...]]:
     """The page query for one shape, built once (SQLAlchemy then reuses its compiled form).
 
-    `matches`: "" (no `q`) or "sparse" (read the matched ids by primary key, then sort: the `+ 0` only stops the
+    `by_ids`: read the ids bound to `match_ids` by primary key, then sort (the `+ 0` only stops the
     database from walking the account's index instead)."""
     column = getattr(Link, sort)
     order = (
@@ -194,11 +194,11 @@ def page_statement(
         if direction == "asc"
         else [column.desc().nulls_last(), Link.id.desc()]
     )
-    account = Link.account_id + 0 if matches == "sparse" else Link.account_id
+    account = Link.account_id + 0 if by_ids else Link.account_id
     conds: list[ColumnElement[bool]] = [account == bindparam("account_id")]
     if public_only:
         conds.append(Link.visibility.in_(PUBLIC_LEVELS))
-    if matches:
+    if by_ids:
         conds.append(ids_in(dialect, Link.id.expression, "match_ids"))
     return select(*SHOWN).where(*conds).order_by(*order).limit(bindparam("limit")).offset(bindparam("offset"))
 
@@ -220,14 +220,12 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     searching = bool(params.q and params.q.strip())
     # With `q`, a transaction: the search index may load through a server-side cursor.
     with rt.db.engine.connect() if searching else rt.db.reading() as conn:
-        matches = ""
         if searching:
             query = params.q or ""
             ids, size = rt.search.use(
                 conn, caller.account_id, lambda index: (index.filter(query, caller.public_only), len(index))
             )
             total = len(ids)
-            matches = "sparse"
             depth = params.page * params.per
             if params.sort == "created_at" and total * DENSE_SHARE >= size and depth <= DENSE_MAX_DEPTH:
                 ids = _walk(conn, caller, params.dir, set(ids), depth - params.per, params.per, size)
@@ -240,7 +238,7 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
                 counted = conn.scalar(select(func.count()).select_from(Link).where(*visible(caller))) or 0
                 rt.link_counts.put(caller.account_id, caller.public_only, version, counted)
             total = counted
-        stmt = page_statement(conn.dialect.name, params.sort, params.dir, caller.public_only, matches)
+        stmt = page_statement(conn.dialect.name, params.sort, params.dir, caller.public_only, searching)
         data_out = [link_dict(row, caller.base_url) for row in conn.execute(stmt, binds)] if total else []
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
 

@@ -21,8 +21,8 @@ def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
         ids = [link_id for link_id, _, _ in hits]
         by_id: dict[str, LinkRow] = {}
         if ids:
-            # A few ids: read by primary key (`sparse`), the account and visibility checked on each row.
-            stmt = page_statement(conn.dialect.name, "created_at", "desc", caller.public_only, "sparse")
+            # A few ids: read by primary key, the account and visibility checked on each row.
+            stmt = page_statement(conn.dialect.name, "created_at", "desc", caller.public_only, True)
             binds = {"account_id": caller.account_id, "match_ids": match_ids(conn, ids), "limit": len(ids), "offset": 0}
             by_id = {row.id: row for row in conn.execute(stmt, binds)}
     out = [
