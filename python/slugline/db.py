@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
+from slugline.loopread import LoopReader
 from slugline.settings import Settings
 
 SQLITE_BUSY_SECONDS = 10  # how long a writer waits for another one before giving up
@@ -88,8 +89,10 @@ class Database:
         self.threads = settings.db_threads or (SQLITE_THREADS if sqlite else settings.db_pool_size)
         self.threads = min(self.threads, SQLITE_POOL if sqlite else settings.db_pool_size)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-        sqlite = self.engine.dialect.name == "sqlite"
         self._writer: AbstractContextManager[object] = threading.Lock() if sqlite else nullcontext()
+        path = settings.sqlite_path() if sqlite else None
+        # Reads that never wait, for the event loop (see `slugline.loopread`): SQLite files only.
+        self.now = LoopReader(path, self.engine.dialect) if path is not None and path.name != ":memory:" else None
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -111,4 +114,6 @@ class Database:
         return self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self) -> None:
+        if self.now is not None:
+            self.now.close()
         self.engine.dispose()

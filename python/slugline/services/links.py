@@ -6,11 +6,12 @@ import functools
 import re
 from typing import Any
 
+import orjson
 from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from slugline import _core, searchfeed
+from slugline import _core, loopread, searchfeed
 from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound
@@ -62,6 +63,25 @@ def link_dict(link: Link | LinkRow, base_url: str) -> dict[str, Any]:
         "clicks": link.clicks,
         "created_at": isoformat(link.created_at),
         "updated_at": isoformat(link.updated_at),
+    }
+
+
+def _link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
+    """`link_dict` of a row of the SHOWN columns as the SQLite driver gives it (JSON and timestamps as text)."""
+    link_id, slug, destination, title, description, note, hashtags, visibility, clicks, created, updated = row
+    return {
+        "id": link_id,
+        "slug": slug,
+        "short_url": f"{base_url}/{slug}",
+        "destination_url": destination,
+        "title": title,
+        "description": description,
+        "note": note,
+        "hashtags": list(orjson.loads(hashtags) or ()) if hashtags is not None else [],
+        "visibility": visibility,
+        "clicks": clicks,
+        "created_at": loopread.iso(created),
+        "updated_at": loopread.iso(updated),
     }
 
 
@@ -243,6 +263,29 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
 
 
+def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
+    """`list_links` answered on the event loop when it can be: a page in creation order (the account's index gives
+    it), no `q`, and the total already remembered for the account's current links version. None: call
+    `list_links`."""
+    reader = rt.db.now
+    if reader is None or params.sort != "created_at" or (params.q and params.q.strip()):
+        return None
+    versions = reader.rows(_VERSION, {"account_id": caller.account_id})
+    if versions is None:
+        return None
+    total = rt.link_counts.get(caller.account_id, caller.public_only, (versions[0][0] if versions else None) or 0)
+    if total is None:
+        return None
+    rows: list[Any] | None = []
+    if total:
+        binds = {"account_id": caller.account_id, "limit": params.per, "offset": (params.page - 1) * params.per}
+        rows = reader.rows(page_statement("sqlite", "created_at", params.dir, caller.public_only, False), binds)
+    if rows is None:
+        return None
+    data = [_link_json(row, caller.base_url) for row in rows]
+    return {"data": data, "pagination": pagination(params.page, params.per, total)}
+
+
 def find_link(session: Session, caller: Caller, link_id: str) -> Link:
     if not LINK_ID.fullmatch(link_id):  # not an id we could have made: no query (and no NUL sent to the database)
         raise NotFound(NOT_FOUND)
@@ -261,6 +304,21 @@ def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     if row is None:
         raise NotFound(NOT_FOUND)
     return link_dict(row, caller.base_url)
+
+
+def get_link_now(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any] | None:
+    """`get_link` answered on the event loop when it can be (see `slugline.loopread`); None: call `get_link`."""
+    reader = rt.db.now
+    if reader is None or not LINK_ID.fullmatch(link_id):
+        return None
+    rows = reader.rows(
+        _GET_PUBLIC if caller.public_only else _GET, {"link_id": link_id, "account_id": caller.account_id}
+    )
+    if rows is None:
+        return None
+    if not rows:
+        raise NotFound(NOT_FOUND)
+    return _link_json(rows[0], caller.base_url)
 
 
 def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:

@@ -16,6 +16,9 @@ router = APIRouter(prefix="/links", tags=["links"])
 
 @router.get("", summary="List links: paginated, sortable, searchable with q")
 async def list_links(rt: RuntimeDep, caller: ApiCaller, params: Annotated[ListParams, Query()]) -> JSON:
+    page = links.list_links_now(rt, caller, params)
+    if page is not None:
+        return JSON(page)
     async with limits.querying(rt, caller.account_id, params.q):
         return JSON(await run_in_threadpool(links.list_links, rt, caller, params.model_dump(exclude_unset=True)))
 
@@ -27,7 +30,8 @@ async def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody) -> JSON
 
 @router.get("/{link_id}", summary="Get one link")
 async def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
-    return JSON(await run_in_threadpool(links.get_link, rt, caller, link_id))
+    link = links.get_link_now(rt, caller, link_id)
+    return JSON(link if link is not None else await run_in_threadpool(links.get_link, rt, caller, link_id))
 
 
 @router.put(
