@@ -118,8 +118,10 @@ class SearchIndex:
         note: str | None,
         hashtags: list[str],
         public: bool,
+        created: int = 0,
     ) -> None:
-        """Add or replace a link. ``public`` is true for visibility public/unlisted (what a public key may see).
+        """Add or replace a link. ``public`` is true for visibility public/unlisted (what a public key may see);
+        ``created`` is when it was made, in microseconds since 1970 (the order ``filter_page`` gives).
 
         Keyword-only, so that no two of the neighbouring strings can be swapped unnoticed."""
 
@@ -133,6 +135,12 @@ class SearchIndex:
 
     def shrink_to_fit(self) -> None:
         """Give back spare capacity of the growing buffers; worth it once after a bulk load. Releases the GIL."""
+
+    def filter_page(
+        self, query: str, *, public_only: bool, newest_first: bool, offset: int, limit: int
+    ) -> tuple[int, list[str]]:
+        """``(total, ids)``: how many links match ``query`` (as ``filter``), and ``limit`` of their ids from
+        ``offset``, newest first by ``created`` (ties: by id, descending) or oldest first. Releases the GIL."""
 
     def filter(self, query: str, public_only: bool = False) -> list[str]:
         """Ids of the links matching ``query`` (the ``q`` of ``GET /links``), in no particular order.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 SECONDS_PER_DAY = 86_400
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
 
 
 def utcnow() -> datetime:
@@ -23,6 +25,11 @@ def isoformat(moment: datetime | None) -> str | None:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment.isoformat(timespec="seconds") + "Z"
+
+
+def epoch_micros(moment: datetime) -> int:
+    """Microseconds since 1970, exactly: stored timestamps in the order the database sorts them."""
+    return (as_utc(moment) - EPOCH) // MICROSECOND
 
 
 def epoch_day(unix_time: float) -> int:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from slugline import searchfeed
 from slugline._core import SearchIndex
+from slugline.clock import epoch_micros
 from slugline.models import Account, Link
 from slugline.visibility import PUBLIC_LEVELS
 
@@ -29,6 +30,7 @@ INDEXED = (
     Link.note,
     Link.hashtags,
     Link.visibility,
+    Link.created_at,
 )
 # Builds and catch-ups take one of these locks, by account id: at most one per account at a time, and a
 # fixed number of locks however many accounts come and go.
@@ -46,6 +48,7 @@ def index_link(index: SearchIndex, link: Any) -> None:
         note=link.note,
         hashtags=list(link.hashtags or ()),
         public=link.visibility in PUBLIC_LEVELS,
+        created=epoch_micros(link.created_at),
     )
 
 
@@ -84,6 +87,11 @@ class SearchCache:
         if entry is None or entry.version < version:
             entry = self._refresh(session, account_id, version)
         return work(entry.index)
+
+    def current(self, account_id: int, version: int) -> SearchIndex | None:
+        """The account's index if it is held at `version` or later, else None (then `use` brings it there)."""
+        entry = self._get(account_id)
+        return entry.index if entry is not None and entry.version >= version else None
 
     def changed(self, account_id: int, new_version: int, link: Link | None, removed_id: str | None = None) -> None:
         """Apply this worker's own change in place when the index was exactly one version behind (otherwise

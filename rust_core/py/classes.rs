@@ -25,7 +25,7 @@ impl PySearchIndex {
 
     // Keyword-only: eight neighbouring strings and options are too easy to pass in the wrong order.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (*, id, slug, destination_url, title, description, note, hashtags, public))]
+    #[pyo3(signature = (*, id, slug, destination_url, title, description, note, hashtags, public, created = 0))]
     fn upsert(
         &self,
         id: &str,
@@ -36,6 +36,7 @@ impl PySearchIndex {
         note: Option<String>,
         hashtags: Vec<String>,
         public: bool,
+        created: i64,
     ) -> PyResult<()> {
         let link = Link {
             slug,
@@ -46,7 +47,7 @@ impl PySearchIndex {
             hashtags,
         };
         guard(|| {
-            write(&self.inner).upsert(id, link, public);
+            write(&self.inner).upsert_at(id, link, public, created);
             Ok(())
         })
     }
@@ -91,6 +92,27 @@ impl PySearchIndex {
         })?;
         let starts = std::iter::once(0).chain(ends.iter().copied());
         PyList::new(py, starts.zip(ends.iter()).map(|(start, &end)| &buffer[start..end]))
+    }
+
+    /// `(total, ids)`: how many links match `query`, and `limit` of their ids from `offset`, newest first (by
+    /// `created`, ties by id) or oldest first.
+    #[pyo3(signature = (query, *, public_only, newest_first, offset, limit))]
+    fn filter_page<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        public_only: bool,
+        newest_first: bool,
+        offset: i64,
+        limit: i64,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let (offset, limit) = (non_negative(offset, "offset")?, non_negative(limit, "limit")?);
+        let (total, ids) = released(py, || {
+            let index = read(&self.inner);
+            let (total, ids) = index.filter_page(query, public_only, newest_first, offset, limit);
+            (total, ids.into_iter().map(str::to_owned).collect::<Vec<_>>())
+        })?;
+        Ok((total, PyList::new(py, ids)?))
     }
 
     #[pyo3(signature = (query, limit = 20, public_only = false))]

@@ -14,8 +14,45 @@ impl SearchIndex {
         self.filter_within(query, public_only, MAX_EXAMINED)
     }
 
+    /// The number of links matching `query`, and the ids of `limit` of them from `offset`, ordered by when they
+    /// were made (`upsert_at`), ties by id: newest first, or oldest first. The order of `ORDER BY created_at, id`.
+    pub fn filter_page(
+        &self,
+        query: &str,
+        public_only: bool,
+        newest_first: bool,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<&str>) {
+        let mut slots = self.filter_slots(query, public_only, MAX_EXAMINED);
+        let total = slots.len();
+        let end = offset.saturating_add(limit).min(total);
+        if offset >= end {
+            return (total, Vec::new());
+        }
+        let order = |a: &u32, b: &u32| {
+            let by_age = (self.created_of(*a), self.id_of(*a)).cmp(&(self.created_of(*b), self.id_of(*b)));
+            if newest_first {
+                by_age.reverse()
+            } else {
+                by_age
+            }
+        };
+        if end < total {
+            slots.select_nth_unstable_by(end, order); // the first `end` are now the first `end` in order
+            slots.truncate(end);
+        }
+        slots.sort_unstable_by(order);
+        (total, slots[offset..].iter().map(|&slot| self.id_of(slot)).collect())
+    }
+
     /// `filter`, taking no further terms once `budget` postings have been read.
     pub(super) fn filter_within(&self, query: &str, public_only: bool, budget: usize) -> Vec<&str> {
+        let slots = self.filter_slots(query, public_only, budget);
+        slots.into_iter().map(|slot| self.id_of(slot)).collect()
+    }
+
+    fn filter_slots(&self, query: &str, public_only: bool, budget: usize) -> Vec<u32> {
         let mut terms = filter_terms(query);
         // Selective terms first, so later terms only check a few candidates.
         terms.sort_by_key(|t| match t {
@@ -48,10 +85,9 @@ impl SearchIndex {
         }
 
         match candidates {
-            Some(slots) => slots.into_iter().map(|slot| self.id_of(slot)).collect(),
+            Some(slots) => slots,
             None => (0..self.slots.len() as u32)
                 .filter(|&slot| self.visible(slot, public_only))
-                .map(|slot| self.id_of(slot))
                 .collect(),
         }
     }
@@ -146,6 +182,29 @@ fn longest_word(text: &str) -> Option<&str> {
 mod tests {
     use super::super::index::tests::{link, sample, sorted};
     use super::super::index::SearchIndex;
+
+    #[test]
+    fn a_page_is_in_creation_order_then_id_either_way() {
+        let mut index = SearchIndex::new();
+        // (id, created): two made in the same instant, inserted out of order.
+        for (id, created) in [("c", 30), ("a", 10), ("e", 20), ("d", 20), ("b", 40), ("x", 25)] {
+            let title = if id == "x" { "other" } else { "rust" };
+            index.upsert_at(id, link("s", title, "https://example.com", &[]), id != "e", created);
+        }
+        assert_eq!(
+            index.filter_page("rust", false, true, 0, 10),
+            (5, vec!["b", "c", "e", "d", "a"])
+        );
+        assert_eq!(
+            index.filter_page("rust", false, false, 0, 10),
+            (5, vec!["a", "d", "e", "c", "b"])
+        );
+        assert_eq!(index.filter_page("rust", false, true, 1, 2), (5, vec!["c", "e"]));
+        assert_eq!(index.filter_page("rust", false, false, 4, 2), (5, vec!["b"]));
+        assert_eq!(index.filter_page("rust", false, false, 5, 2), (5, vec![]));
+        assert_eq!(index.filter_page("rust", true, true, 0, 3), (4, vec!["b", "c", "d"]));
+        assert_eq!(index.filter_page("", false, true, 0, 2), (6, vec!["b", "c"]));
+    }
 
     #[test]
     fn and_semantics_over_fields() {

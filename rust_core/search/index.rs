@@ -43,6 +43,8 @@ impl Link {
 pub(super) struct Doc {
     pub id: String,
     pub public: bool,
+    /// When the link was made (the caller's clock, e.g. microseconds since 1970): the order `filter_page` gives.
+    pub created: i64,
     pub link: Link,
     postings: usize,
 }
@@ -110,6 +112,11 @@ impl SearchIndex {
     }
 
     pub fn upsert(&mut self, id: &str, link: Link, public: bool) {
+        self.upsert_at(id, link, public, 0);
+    }
+
+    /// `upsert`, with the moment the link was made (see `filter_page`).
+    pub fn upsert_at(&mut self, id: &str, link: Link, public: bool, created: i64) {
         self.remove_quietly(id);
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
@@ -120,6 +127,7 @@ impl SearchIndex {
         let doc = Doc {
             id: id.to_owned(),
             public,
+            created,
             link,
             postings: 0,
         };
@@ -261,6 +269,11 @@ impl SearchIndex {
     pub(super) fn id_of(&self, slot: u32) -> &str {
         let (start, end) = self.id_spans[slot as usize];
         &self.id_text[start..end]
+    }
+
+    /// When the link in `slot` was made (0 for an empty slot).
+    pub(super) fn created_of(&self, slot: u32) -> i64 {
+        self.slots[slot as usize].as_ref().map_or(0, |doc| doc.created)
     }
 
     /// Whether `slot` holds a link visible under `public_only`.

@@ -7,11 +7,12 @@ import re
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam, func, select, update
+from sqlalchemy import ColumnElement, Row, Select, bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from slugline import _core, loopread, searchfeed
+from slugline._core import SearchIndex
 from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound
@@ -164,42 +165,6 @@ def _insert(rt: Runtime, caller: Caller, link: Link) -> int | None:
         return None
 
 
-# A match set this dense (one link in DENSE_SHARE or more), on a shallow page sorted by creation time, is paged by
-# walking the account's creation-time index (ids only) until the page is found; otherwise the matched rows are read
-# by primary key and sorted.
-DENSE_SHARE = 50
-DENSE_MAX_DEPTH = 1000  # links before the end of the page
-WALK_MIN = 64  # ids read per step of the walk, at least
-
-
-@functools.lru_cache(maxsize=64)
-def _walk_statement(direction: str, public_only: bool) -> Select[str]:
-    conds: list[ColumnElement[bool]] = [Link.account_id == bindparam("account_id")]
-    if public_only:
-        conds.append(Link.visibility.in_(PUBLIC_LEVELS))
-    order: list[ColumnElement[Any]] = (
-        [Link.created_at.asc(), Link.id.asc()] if direction == "asc" else [Link.created_at.desc(), Link.id.desc()]
-    )
-    return select(Link.id).where(*conds).order_by(*order).limit(bindparam("limit")).offset(bindparam("offset"))
-
-
-def _walk(
-    conn: Connection, caller: Caller, direction: str, matched: set[str], skip: int, want: int, size: int
-) -> list[str]:
-    """The matched ids `skip`..`skip + want` in creation order, found by walking the account's index."""
-    found: list[str] = []
-    step = max(WALK_MIN, (skip + want) * size // max(len(matched), 1) * 3 // 2)
-    offset = 0
-    stmt = _walk_statement(direction, caller.public_only)
-    while len(found) < skip + want:
-        ids = conn.execute(stmt, {"account_id": caller.account_id, "limit": step, "offset": offset}).scalars().all()
-        found += [link_id for link_id in ids if link_id in matched]
-        if len(ids) < step:
-            break
-        offset += step
-    return found[skip : skip + want]
-
-
 @functools.lru_cache(maxsize=64)
 def page_statement(
     dialect: str, sort: str, direction: str, public_only: bool, by_ids: bool
@@ -229,8 +194,10 @@ _VERSION = select(Account.links_version).where(Account.id == bindparam("account_
 def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     """A page of links; a read on a Core connection, so no ORM session or object is made.
 
-    With `q`, the account's search index gives the matches and their number; without, the number is counted once
-    per version of the account's links (every link write bumps it) and remembered."""
+    With `q`, the account's search index gives the matches and their number, and, sorted by creation time, the
+    page itself (the index orders by creation time, then id, as the database does); other sorts read the matches
+    by primary key and sort them in the database. Without `q`, the number is counted once per version of the
+    account's links (every link write bumps it) and remembered."""
     params = parse(ListParams, without_nulls(data))
     binds: dict[str, Any] = {
         "account_id": caller.account_id,
@@ -241,14 +208,8 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     # With `q`, a transaction: the search index may load through a server-side cursor.
     with rt.db.engine.connect() if searching else rt.db.reading() as conn:
         if searching:
-            query = params.q or ""
-            ids, size = rt.search.use(
-                conn, caller.account_id, lambda index: (index.filter(query, caller.public_only), len(index))
-            )
-            total = len(ids)
-            depth = params.page * params.per
-            if params.sort == "created_at" and total * DENSE_SHARE >= size and depth <= DENSE_MAX_DEPTH:
-                ids = _walk(conn, caller, params.dir, set(ids), depth - params.per, params.per, size)
+            total, ids = rt.search.use(conn, caller.account_id, lambda index: _matches(index, caller, params))
+            if params.sort == "created_at":
                 binds["offset"] = 0
             binds["match_ids"] = match_ids(conn, ids)
         else:
@@ -261,6 +222,19 @@ def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
         stmt = page_statement(conn.dialect.name, params.sort, params.dir, caller.public_only, searching)
         data_out = [link_dict(row, caller.base_url) for row in conn.execute(stmt, binds)] if total else []
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
+
+
+def _matches(index: SearchIndex, caller: Caller, params: ListParams) -> tuple[int, list[str]]:
+    """How many links match `q`, and the ids to read: the page itself when sorted by creation time, else all."""
+    query = params.q or ""
+    if params.sort == "created_at":
+        newest_first = params.dir == "desc"
+        offset = (params.page - 1) * params.per
+        return index.filter_page(
+            query, public_only=caller.public_only, newest_first=newest_first, offset=offset, limit=params.per
+        )
+    ids = index.filter(query, caller.public_only)
+    return len(ids), ids
 
 
 def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
