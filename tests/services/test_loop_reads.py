@@ -20,8 +20,9 @@ from slugline.errors import NotFound
 from slugline.loopread import LoopReader
 from slugline.models import Base
 from slugline.runtime import Runtime
-from slugline.schemas import ListParams
-from slugline.services import links
+from slugline.schemas import ListParams, SearchParams
+from slugline.searchindex import SearchCache
+from slugline.services import links, search
 from tests.helpers import Account, create
 
 
@@ -86,9 +87,44 @@ def test_both_paths_give_the_same_pages(runtime: Runtime, alice: Account, made: 
                 data = {"per": 4, "page": page, "dir": direction}
                 expected = links.list_links(runtime, caller, data)  # also remembers the total
                 assert links.list_links_now(runtime, caller, ListParams.model_validate(data)) == expected
-    # Shapes the account's index does not give in order, and `q`, are left to the thread path.
+    # Shapes no index gives in order are left to the thread path.
     assert links.list_links_now(runtime, caller, ListParams(sort="title")) is None
-    assert links.list_links_now(runtime, caller, ListParams(q="quotes")) is None
+    assert links.list_links_now(runtime, caller, ListParams(sort="title", q="quotes")) is None
+
+
+def test_both_paths_give_the_same_matches_and_hits(
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]]
+) -> None:
+    for caller in _callers(runtime, alice):
+        for query in ("quotes", "example", "émoji", "#a", "nothing-matches-this"):
+            params = SearchParams(q=query)
+            assert search.search_now(runtime, caller, params) is None  # the index is not loaded yet
+            expected = search.search_links(runtime, caller, params.model_dump())  # loads it
+            assert search.search_now(runtime, caller, params) == expected
+            for direction in ("asc", "desc"):
+                for page in (1, 2, 5):
+                    data = {"q": query, "per": 3, "page": page, "dir": direction}
+                    expected = links.list_links(runtime, caller, data)
+                    assert links.list_links_now(runtime, caller, ListParams.model_validate(data)) == expected
+            runtime.search = SearchCache(runtime.search.budget_bytes)  # forgotten again for the next query
+    reader = runtime.db.now
+    assert reader is not None and reader.declined == 0
+
+
+def test_a_search_index_behind_the_accounts_version_is_brought_up_on_a_thread(
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient
+) -> None:
+    caller = next(_callers(runtime, alice))
+    params = ListParams(q="quotes")
+    links.list_links(runtime, caller, params.model_dump())
+    assert links.list_links_now(runtime, caller, params) is not None
+    with runtime.db.engine.begin() as conn:  # another worker's write
+        conn.execute(text("UPDATE links SET title = 'quotes too' WHERE visibility = 'private'"))
+        conn.execute(text("UPDATE accounts SET links_version = links_version + 1"))
+    assert links.list_links_now(runtime, caller, params) is None
+    res = client.get("/api/v1/links", params={"q": "quotes"}, headers=alice.auth())
+    assert res.json()["pagination"]["total"] == 6  # 3 of the awkward titles and 3 private links
+    assert links.list_links_now(runtime, caller, params) == res.json()
 
 
 def test_a_total_not_remembered_is_counted_on_a_thread(

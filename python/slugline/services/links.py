@@ -67,7 +67,7 @@ def link_dict(link: Link | LinkRow, base_url: str) -> dict[str, Any]:
     }
 
 
-def _link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
+def link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
     """`link_dict` of a row of the SHOWN columns as the SQLite driver gives it (JSON and timestamps as text)."""
     link_id, slug, destination, title, description, note, hashtags, visibility, clicks, created, updated = row
     return {
@@ -237,26 +237,57 @@ def _matches(index: SearchIndex, caller: Caller, params: ListParams) -> tuple[in
     return len(ids), ids
 
 
-def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
-    """`list_links` answered on the event loop when it can be: a page in creation order (the account's index gives
-    it), no `q`, and the total already remembered for the account's current links version. None: call
-    `list_links`."""
+def version_now(rt: Runtime, account_id: int) -> int | None:
+    """The account's links version read on the event loop, or None when the loop reader cannot answer."""
     reader = rt.db.now
-    if reader is None or params.sort != "created_at" or (params.q and params.q.strip()):
-        return None
-    versions = reader.rows(_VERSION, {"account_id": caller.account_id})
+    versions = reader.rows(_VERSION, {"account_id": account_id}) if reader is not None else None
     if versions is None:
         return None
-    total = rt.link_counts.get(caller.account_id, caller.public_only, (versions[0][0] if versions else None) or 0)
-    if total is None:
+    return int(versions[0][0] or 0) if versions else 0
+
+
+def rows_now(rt: Runtime, caller: Caller, ids: list[str]) -> list[tuple[Any, ...]] | None:
+    """The rows (SHOWN columns) of the links `ids` the caller may see, read on the event loop; None: cannot."""
+    if not ids:
+        return []
+    reader = rt.db.now
+    if reader is None:
         return None
-    rows: list[Any] | None = []
-    if total:
-        binds = {"account_id": caller.account_id, "limit": params.per, "offset": (params.page - 1) * params.per}
-        rows = reader.rows(page_statement("sqlite", "created_at", params.dir, caller.public_only, False), binds)
+    binds = {"account_id": caller.account_id, "limit": len(ids), "offset": 0, "match_ids": orjson.dumps(ids).decode()}
+    return reader.rows(page_statement("sqlite", "created_at", "desc", caller.public_only, True), binds)
+
+
+def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
+    """`list_links` answered on the event loop when it can be: a page in creation order (the account's index, or
+    with `q` the search index, gives it) and the total already at hand (remembered for the account's current links
+    version, or the search index held at that version). None: call `list_links`."""
+    reader = rt.db.now
+    if reader is None or params.sort != "created_at":
+        return None
+    version = version_now(rt, caller.account_id)
+    if version is None:
+        return None
+    rows: list[Any] | None
+    if params.q and params.q.strip():
+        index = rt.search.current(caller.account_id, version)
+        if index is None:
+            return None
+        total, ids = _matches(index, caller, params)
+        rows = rows_now(rt, caller, ids)
+        if rows is not None:  # read by primary key: back in the index's order
+            at = {link_id: n for n, link_id in enumerate(ids)}
+            rows.sort(key=lambda row: at[row[0]])
+    else:
+        counted = rt.link_counts.get(caller.account_id, caller.public_only, version)
+        if counted is None:
+            return None
+        total, rows = counted, []
+        if total:
+            binds = {"account_id": caller.account_id, "limit": params.per, "offset": (params.page - 1) * params.per}
+            rows = reader.rows(page_statement("sqlite", "created_at", params.dir, caller.public_only, False), binds)
     if rows is None:
         return None
-    data = [_link_json(row, caller.base_url) for row in rows]
+    data = [link_json(row, caller.base_url) for row in rows]
     return {"data": data, "pagination": pagination(params.page, params.per, total)}
 
 
@@ -292,7 +323,7 @@ def get_link_now(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any] | 
         return None
     if not rows:
         raise NotFound(NOT_FOUND)
-    return _link_json(rows[0], caller.base_url)
+    return link_json(rows[0], caller.base_url)
 
 
 def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:
