@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from slugline import _core
 from slugline.caller import Caller
 from slugline.identitycache import IdentityCache
 from slugline.runtime import Runtime
-from slugline.services import accounts
+from slugline.services import accounts, callers
 from tests.helpers import Account, ClientFactory
 
 BORN = datetime(2024, 1, 1, tzinfo=UTC)
@@ -137,3 +140,24 @@ def test_a_plan_change_takes_effect_within_a_second(
     assert served.get("/api/v1/links", headers=who.auth()).status_code == 403
     accounts.set_plan(served_rt, who.username, "pro")  # made in the serving worker: at once
     assert served.get("/api/v1/me", headers=who.auth()).json()["plan"] == "pro"
+
+
+@pytest.mark.parametrize("good", [True, False])
+def test_requests_arriving_while_a_token_is_read_share_that_one_read(
+    client: TestClient, runtime: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch, good: bool
+) -> None:
+    reads = []
+    resolve = callers.resolve
+
+    def slow_resolve(*args: Any) -> Caller:
+        reads.append(time.monotonic())
+        time.sleep(0.3)  # every other request arrives while this read is under way
+        return resolve(*args)
+
+    monkeypatch.setattr(callers, "resolve", slow_resolve)
+    runtime.identities = IdentityCache()  # the token's answer has run out of trust
+    headers = alice.auth() if good else {"Authorization": f"Bearer {_core.generate_key('full')}"}  # well formed
+    with ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(lambda _: client.get("/api/v1/me", headers=headers).status_code, range(16)))
+    assert statuses == [200 if good else 401] * 16
+    assert len(reads) == 1, f"{len(reads)} database reads for one token"

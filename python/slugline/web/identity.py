@@ -6,6 +6,7 @@ same answer. Resolving checks the token only (401); plan and scope rules are the
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import anyio.to_thread
@@ -42,9 +43,45 @@ async def identify(rt: Runtime, scope: Scope) -> Identity:
     if found is None:
         found = _at_once(rt, scope)
         if found is None:
-            found = await anyio.to_thread.run_sync(_resolve, rt, scope)
+            found = await _resolved_once(rt, scope)
         scope[IDENTITY_KEY] = found
     return found
+
+
+# Resolutions under way: (event loop, runtime, Authorization header) -> the answer, once the one read is done. An
+# entry lives as long as its read (so there are never more than requests in flight).
+_flights: dict[tuple[int, int, str], asyncio.Future[Identity | None]] = {}
+
+
+async def _resolved_once(rt: Runtime, scope: Scope) -> Identity:
+    """Resolved on a worker thread, once per token however many of its requests arrive meanwhile: when a token's
+    answer runs out of trust, every request in flight with it would otherwise take a thread and read the database
+    (64 connections: 64 reads queued on the database threads, fighting the event loop for the GIL). The others wait
+    for the first's answer, and take it from the identity cache as usual, with their own base URL."""
+    authorization = header(scope, b"authorization") or ""
+    if authorization.partition(" ")[2].strip().startswith(tokens.ACCESS_PREFIX):
+        return await anyio.to_thread.run_sync(_resolve, rt, scope)  # OAuth: the answer depends on the path too
+    loop = asyncio.get_running_loop()
+    key = (id(loop), id(rt), authorization)
+    flight = _flights.get(key)
+    if flight is not None:
+        shared = await asyncio.shield(flight)
+        if shared is not None and shared.caller is None:
+            return shared  # the same token, refused: the same answer
+        again = _at_once(rt, scope) if shared is not None else None
+        if again is not None:
+            return again
+        return await anyio.to_thread.run_sync(_resolve, rt, scope)
+    flight = loop.create_future()
+    _flights[key] = flight
+    found: Identity | None = None
+    try:
+        resolved = await anyio.to_thread.run_sync(_resolve, rt, scope)
+        found = resolved
+        return resolved
+    finally:
+        del _flights[key]
+        flight.set_result(found)  # None (this request failed or was cancelled): the others resolve on their own
 
 
 def _at_once(rt: Runtime, scope: Scope) -> Identity | None:
