@@ -4,7 +4,9 @@ refreshes just those links, so another worker's change costs it O(changed links)
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, delete, insert, select
+from typing import cast
+
+from sqlalchemy import Connection, Table, bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
 from slugline.models import LinkChange
@@ -15,13 +17,19 @@ KEEP = 1000
 PRUNE_EVERY = 100
 
 
+_CHANGES = cast(Table, LinkChange.__table__)  # plain Core on the table: no ORM bookkeeping per write
+_RECORD = insert(_CHANGES)
+_PRUNE = delete(_CHANGES).where(
+    _CHANGES.c.account_id == bindparam("account"), _CHANGES.c.version <= bindparam("oldest_gone")
+)
+
+
 def record(session: Session, account_id: int, version: int, link_id: str) -> None:
     """Note that `link_id` changed (saved or deleted) at `version`, in the transaction that bumped it."""
-    session.execute(insert(LinkChange).values(account_id=account_id, version=version, link_id=link_id))
+    conn = session.connection()
+    conn.execute(_RECORD, {"account_id": account_id, "version": version, "link_id": link_id})
     if version % PRUNE_EVERY == 0:
-        session.execute(
-            delete(LinkChange).where(LinkChange.account_id == account_id, LinkChange.version <= version - KEEP)
-        )
+        conn.execute(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
 
 
 def changed_since(

@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 from starlette.testclient import TestClient
 
+from slugline.runtime import Runtime
 from slugline.services import links as link_service
 from tests.helpers import LINKS, SQLITE_ONLY, Account, create
 
@@ -130,6 +134,31 @@ def test_update_sends_only_changes_and_null_clears(
     assert body["slug"] == "new-slug" and body["short_url"].endswith("/new-slug")
     assert (body["created_at"], body["updated_at"]) == (link["created_at"], "2099-01-02T03:04:05Z")
     assert client.get(f"{LINKS}/{link['id']}", headers=alice.auth()).json()["updated_at"] == "2099-01-02T03:04:05Z"
+
+
+def test_concurrent_updates_of_different_fields_both_stay_and_clicks_are_never_written_back(
+    client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link = create(client, alice, title="t", note="n").json()
+    apply_password = link_service._apply_password
+
+    def slowly(*args: Any) -> None:  # between the read of the link and the write: the other update runs here
+        time.sleep(0.02)
+        apply_password(*args)
+
+    monkeypatch.setattr(link_service, "_apply_password", slowly)
+    url = f"{LINKS}/{link['id']}"
+    with runtime.db.engine.begin() as conn:  # clicks counted meanwhile by the click writer
+        conn.execute(text("UPDATE links SET clicks = 41 WHERE id = :id"), {"id": link["id"]})
+
+    def change(field: str) -> None:
+        for i in range(15):
+            assert client.put(url, json={field: f"{field} {i}"}, headers=alice.auth()).status_code == 200
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(change, ("title", "note")))
+    final = client.get(url, headers=alice.auth()).json()
+    assert (final["title"], final["note"], final["clicks"]) == ("title 14", "note 14", 41)
 
 
 @pytest.mark.parametrize(
