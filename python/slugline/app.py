@@ -95,6 +95,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
                     settle_heap()
                 yield
         finally:
+            await rt.db.close_loop()
             if runtime is None:
                 await rt.aclose()
 

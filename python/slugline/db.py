@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
-from slugline.loopread import LoopReader
+from slugline.loopread import LoopReader, PgLoopReader
 from slugline.settings import Settings
 
 SQLITE_BUSY_SECONDS = 10  # how long a writer waits for another one before giving up
@@ -22,6 +22,7 @@ CONNECT_SECONDS = 3
 SQLITE_POOL = 40
 SQLITE_THREADS = 4
 POOL_WAIT_SECONDS = 5
+LOOP_CONNECTIONS = 8  # per worker, for the reads PostgreSQL answers on the event loop (`loopread.PgLoopReader`)
 UNAVAILABLE_MESSAGE = "the database is unavailable: try again shortly"
 
 
@@ -90,9 +91,14 @@ class Database:
         self.threads = min(self.threads, SQLITE_POOL if sqlite else settings.db_pool_size)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._writer: AbstractContextManager[object] = threading.Lock() if sqlite else nullcontext()
+        # Small reads answered on the event loop (see `slugline.loopread`): SQLite files and PostgreSQL.
+        self.now: LoopReader | PgLoopReader | None = None
         path = settings.sqlite_path() if sqlite else None
-        # Reads that never wait, for the event loop (see `slugline.loopread`): SQLite files only.
-        self.now = LoopReader(path, self.engine.dialect) if path is not None and path.name != ":memory:" else None
+        if path is not None and path.name != ":memory:":
+            self.now = LoopReader(path, self.engine.dialect)
+        elif self.engine.dialect.name == "postgresql":
+            url = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+            self.now = PgLoopReader(url, self.engine.dialect, LOOP_CONNECTIONS)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -112,6 +118,11 @@ class Database:
         """A connection for reads outside a transaction (each statement sees what was committed when it ran, as in
         any transaction at READ COMMITTED): on PostgreSQL no BEGIN and ROLLBACK round trips around them."""
         return self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
+    async def close_loop(self) -> None:
+        """Closes the connections the loop reader opened for the running event loop (an app on it is stopping)."""
+        if isinstance(self.now, PgLoopReader):
+            await self.now.aclose()
 
     def dispose(self) -> None:
         if self.now is not None:

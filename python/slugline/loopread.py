@@ -19,15 +19,19 @@ read exactly the same rows.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import sqlite3
 import threading
+import weakref
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import Dialect, Select
 
 from slugline.clock import isoformat
@@ -38,6 +42,7 @@ from slugline.clock import isoformat
 # early: a run is allowed one tick more than its budget.)
 TICK_STEPS = 1_000
 STEP_BUDGET = 20_000
+READ_SECONDS = 3  # a read on PostgreSQL that takes longer is given up (and the thread path takes over)
 STORED_LENGTH = len("2024-05-01 12:00:00.000000")
 
 
@@ -68,6 +73,14 @@ def plain(dialect: Dialect, statement: Select[*tuple[Any, ...]], bound: frozense
         if name not in bound
     }
     return Plain(expanded.statement, names, fixed)
+
+
+@functools.lru_cache(maxsize=128)
+def named(dialect: Dialect, statement: Select[*tuple[Any, ...]], bound: frozenset[str]) -> Plain:
+    """`plain` for drivers that take named parameters (psycopg): `names` is empty, `fixed` holds the IN lists."""
+    expanded = statement.compile(dialect=dialect).construct_expanded_state(dict.fromkeys(bound))
+    fixed = {name: _plain_value(value) for name, value in expanded.parameters.items() if name not in bound}
+    return Plain(expanded.statement, (), fixed)
 
 
 class LoopReader:
@@ -109,11 +122,97 @@ class LoopReader:
         finally:
             self._lock.release()
 
+    async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
+        """`rows`, for callers that also take the PostgreSQL reader (which waits for its answers)."""
+        return self.rows(statement, binds)
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+class _Connections:
+    """One event loop's connections: psycopg's async connections belong to the loop that opened them."""
+
+    def __init__(self) -> None:
+        self.idle: list[psycopg.AsyncConnection[Any]] = []
+        self.open = 0
+
+
+class PgLoopReader:
+    """The same small reads on PostgreSQL, awaited on the event loop through psycopg's async connections: the loop
+    serves other requests while the server answers, and no worker thread or pooled connection is held.
+
+    At most `size` connections per worker and event loop, opened as needed and kept. A read never queues for a
+    connection: with none idle it is declined and takes the thread path, which waits in the ordinary pool. A read
+    that fails or takes longer than `READ_SECONDS` is declined too, and its connection closed; the thread path then
+    answers, or gives the 503 a database that is away earns."""
+
+    def __init__(self, url: str, dialect: Dialect, size: int) -> None:
+        self.url = url
+        self.dialect = dialect
+        self.size = size
+        self.declined = 0
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Connections] = weakref.WeakKeyDictionary()
+
+    async def _connection(self, pool: _Connections) -> psycopg.AsyncConnection[Any] | None:
+        if pool.idle:
+            return pool.idle.pop()
+        if pool.open >= self.size:
+            return None
+        pool.open += 1
+        try:
+            return await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=READ_SECONDS)
+        except BaseException:
+            pool.open -= 1
+            raise
+
+    async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
+        """The statement's rows, or None when they cannot be had now (then read them on a thread)."""
+        pool = self._loops.setdefault(asyncio.get_running_loop(), _Connections())
+        query = named(self.dialect, statement, frozenset(binds))
+        found = None
+        conn = None
+        try:
+            conn = await self._connection(pool)
+            if conn is not None:
+                async with asyncio.timeout(READ_SECONDS):
+                    cursor = await conn.execute(query.sql, {**query.fixed, **binds}, prepare=True)
+                    found = await cursor.fetchall()
+        except (psycopg.Error, OSError, TimeoutError):
+            if conn is not None:  # in an unknown state: never reused
+                await _close_quietly(conn)
+                conn = None
+                pool.open -= 1
+        except BaseException:  # cancelled mid-read (the client went away): closed at once, without waiting
+            if conn is not None:
+                conn.pgconn.finish()
+                conn = None
+                pool.open -= 1
+            raise
+        finally:
+            if conn is not None:
+                pool.idle.append(conn)
+        if found is None:
+            self.declined += 1
+        return found
+
+    async def aclose(self) -> None:
+        """Closes this event loop's idle connections."""
+        pool = self._loops.pop(asyncio.get_running_loop(), None)
+        for conn in pool.idle if pool is not None else ():
+            await _close_quietly(conn)
+
+    def close(self) -> None:
+        """Forgets the connections (they close with their event loop, or when the process ends)."""
+        self._loops.clear()
+
+
+async def _close_quietly(conn: psycopg.AsyncConnection[Any]) -> None:
+    with contextlib.suppress(Exception):
+        await conn.close()
 
 
 def iso(text: str | None) -> str | None:

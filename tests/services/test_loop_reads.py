@@ -4,11 +4,12 @@ loop path must decline, not wait or grind, when SQLite is busy or the statement 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -17,19 +18,33 @@ from starlette.testclient import TestClient
 from slugline import loopread
 from slugline.caller import Caller
 from slugline.errors import NotFound
-from slugline.loopread import LoopReader
+from slugline.loopread import LoopReader, PgLoopReader
 from slugline.models import Base
 from slugline.runtime import Runtime
 from slugline.schemas import ListParams, SearchParams
 from slugline.searchindex import SearchCache
 from slugline.services import links, search
-from tests.helpers import Account, create
+from tests.helpers import SQLITE_ONLY, Account, create
+
+T = TypeVar("T")
+
+
+class Now(Protocol):
+    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T: ...
 
 
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    """SQLite only: the loop path does not exist on PostgreSQL."""
-    return f"sqlite:///{tmp_path}/slugline.db"
+def now(runtime: Runtime) -> Iterator[Now]:
+    """Runs the loop path's coroutines on one event loop (PostgreSQL's connections belong to it)."""
+    with asyncio.Runner() as runner:
+        yield runner.run
+        runner.run(_closed(runtime))
+
+
+async def _closed(runtime: Runtime) -> None:
+    reader = runtime.db.now
+    if isinstance(reader, PgLoopReader):
+        await reader.aclose()
 
 
 AWKWARD: list[dict[str, Any]] = [
@@ -59,7 +74,7 @@ def made(client: TestClient, alice: Account) -> list[dict[str, Any]]:
     return out
 
 
-def test_both_paths_give_the_same_link(runtime: Runtime, alice: Account, made: list[dict[str, Any]]) -> None:
+def test_both_paths_give_the_same_link(runtime: Runtime, alice: Account, made: list[dict[str, Any]], now: Now) -> None:
     reader = runtime.db.now
     assert reader is not None
     for caller in _callers(runtime, alice):
@@ -69,77 +84,83 @@ def test_both_paths_give_the_same_link(runtime: Runtime, alice: Account, made: l
             except NotFound:
                 expected = None
             try:
-                now = links.get_link_now(runtime, caller, link["id"])
+                got = now(links.get_link_now(runtime, caller, link["id"]))
             except NotFound:
-                now = None
+                got = None
             else:
-                assert now is not None, "the loop path declined a primary-key read"
-            assert now == expected
+                assert got is not None, "the loop path declined a primary-key read"
+            assert got == expected
             if caller.scope == "full":
-                assert now == link  # what the create answered, field for field
+                assert got == link  # what the create answered, field for field
     assert reader.declined == 0
 
 
-def test_both_paths_give_the_same_pages(runtime: Runtime, alice: Account, made: list[dict[str, Any]]) -> None:
+def test_both_paths_give_the_same_pages(runtime: Runtime, alice: Account, made: list[dict[str, Any]], now: Now) -> None:
     for caller in _callers(runtime, alice):
         for direction in ("asc", "desc"):
             for page in (1, 2, 3, 9):
                 data = {"per": 4, "page": page, "dir": direction}
                 expected = links.list_links(runtime, caller, data)  # also remembers the total
-                assert links.list_links_now(runtime, caller, ListParams.model_validate(data)) == expected
+                assert now(links.list_links_now(runtime, caller, ListParams.model_validate(data))) == expected
     # Shapes no index gives in order are left to the thread path.
-    assert links.list_links_now(runtime, caller, ListParams(sort="title")) is None
-    assert links.list_links_now(runtime, caller, ListParams(sort="title", q="quotes")) is None
+    assert now(links.list_links_now(runtime, caller, ListParams(sort="title"))) is None
+    assert now(links.list_links_now(runtime, caller, ListParams(sort="title", q="quotes"))) is None
 
 
 def test_both_paths_give_the_same_matches_and_hits(
-    runtime: Runtime, alice: Account, made: list[dict[str, Any]]
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]], now: Now
 ) -> None:
     for caller in _callers(runtime, alice):
         for query in ("quotes", "example", "émoji", "#a", "nothing-matches-this"):
             params = SearchParams(q=query)
-            assert search.search_now(runtime, caller, params) is None  # the index is not loaded yet
+            assert now(search.search_now(runtime, caller, params)) is None  # the index is not loaded yet
             expected = search.search_links(runtime, caller, params.model_dump())  # loads it
-            assert search.search_now(runtime, caller, params) == expected
+            assert now(search.search_now(runtime, caller, params)) == expected
             for direction in ("asc", "desc"):
                 for page in (1, 2, 5):
                     data = {"q": query, "per": 3, "page": page, "dir": direction}
                     expected = links.list_links(runtime, caller, data)
-                    assert links.list_links_now(runtime, caller, ListParams.model_validate(data)) == expected
+                    assert now(links.list_links_now(runtime, caller, ListParams.model_validate(data))) == expected
             runtime.search = SearchCache(runtime.search.budget_bytes)  # forgotten again for the next query
     reader = runtime.db.now
     assert reader is not None and reader.declined == 0
 
 
 def test_a_search_index_behind_the_accounts_version_is_brought_up_on_a_thread(
-    runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient, now: Now
 ) -> None:
     caller = next(_callers(runtime, alice))
     params = ListParams(q="quotes")
     links.list_links(runtime, caller, params.model_dump())
-    assert links.list_links_now(runtime, caller, params) is not None
+    assert now(links.list_links_now(runtime, caller, params)) is not None
     with runtime.db.engine.begin() as conn:  # another worker's write
         conn.execute(text("UPDATE links SET title = 'quotes too' WHERE visibility = 'private'"))
         conn.execute(text("UPDATE accounts SET links_version = links_version + 1"))
-    assert links.list_links_now(runtime, caller, params) is None
+    assert now(links.list_links_now(runtime, caller, params)) is None
     res = client.get("/api/v1/links", params={"q": "quotes"}, headers=alice.auth())
     assert res.json()["pagination"]["total"] == 6  # 3 of the awkward titles and 3 private links
-    assert links.list_links_now(runtime, caller, params) == res.json()
+    assert now(links.list_links_now(runtime, caller, params)) == res.json()
 
 
 def test_a_total_not_remembered_is_counted_on_a_thread(
-    runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient, now: Now
 ) -> None:
     caller = next(_callers(runtime, alice))
-    assert links.list_links_now(runtime, caller, ListParams()) is None  # nothing remembered yet
+    assert now(links.list_links_now(runtime, caller, ListParams())) is None  # nothing remembered yet
     assert client.get("/api/v1/links", headers=alice.auth()).json()["pagination"]["total"] == len(made)
-    assert links.list_links_now(runtime, caller, ListParams()) is not None
+    assert now(links.list_links_now(runtime, caller, ListParams())) is not None
     assert create(client, alice).status_code == 201  # a new version: counted again, on a thread
-    assert links.list_links_now(runtime, caller, ListParams()) is None
+    assert now(links.list_links_now(runtime, caller, ListParams())) is None
 
 
+@SQLITE_ONLY
 def test_a_statement_past_its_budget_is_interrupted_and_the_thread_answers(
-    runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime,
+    alice: Account,
+    made: list[dict[str, Any]],
+    client: TestClient,
+    monkeypatch: pytest.MonkeyPatch,
+    now: Now,
 ) -> None:
     reader = runtime.db.now
     assert reader is not None
@@ -148,7 +169,7 @@ def test_a_statement_past_its_budget_is_interrupted_and_the_thread_answers(
     reader.close()  # reopened with the small tick
     caller = next(_callers(runtime, alice))
     links.list_links(runtime, caller, {})
-    assert links.list_links_now(runtime, caller, ListParams()) is None
+    assert now(links.list_links_now(runtime, caller, ListParams())) is None
     assert reader.declined >= 1
     res = client.get("/api/v1/links", headers=alice.auth())
     assert res.status_code == 200

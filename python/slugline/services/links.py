@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from datetime import datetime
 from typing import Any, cast
 
 import orjson
@@ -68,7 +69,8 @@ def link_dict(link: Link | LinkRow, base_url: str) -> dict[str, Any]:
 
 
 def link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
-    """`link_dict` of a row of the SHOWN columns as the SQLite driver gives it (JSON and timestamps as text)."""
+    """`link_dict` of a plain row of the SHOWN columns from a driver: SQLite's (JSON and timestamps as text) or
+    PostgreSQL's."""
     link_id, slug, destination, title, description, note, hashtags, visibility, clicks, created, updated = row
     return {
         "id": link_id,
@@ -78,12 +80,22 @@ def link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
         "title": title,
         "description": description,
         "note": note,
-        "hashtags": list(orjson.loads(hashtags) or ()) if hashtags is not None else [],
+        "hashtags": _tags(hashtags),
         "visibility": visibility,
         "clicks": clicks,
-        "created_at": loopread.iso(created),
-        "updated_at": loopread.iso(updated),
+        "created_at": _moment(created),
+        "updated_at": _moment(updated),
     }
+
+
+def _tags(stored: str | list[str] | None) -> list[str]:
+    """Hashtags as SQLite's driver gives them (JSON text) or PostgreSQL's (parsed)."""
+    found = orjson.loads(stored) if isinstance(stored, str) else stored
+    return list(found or ())
+
+
+def _moment(stored: str | datetime | None) -> str | None:
+    return loopread.iso(stored) if isinstance(stored, str) else isoformat(stored)
 
 
 def visible(caller: Caller) -> list[ColumnElement[bool]]:
@@ -254,34 +266,36 @@ def _matches(index: SearchIndex, caller: Caller, params: ListParams) -> tuple[in
     return len(ids), ids
 
 
-def version_now(rt: Runtime, account_id: int) -> int | None:
+async def version_now(rt: Runtime, account_id: int) -> int | None:
     """The account's links version read on the event loop, or None when the loop reader cannot answer."""
     reader = rt.db.now
-    versions = reader.rows(_VERSION, {"account_id": account_id}) if reader is not None else None
+    versions = await reader.fetch(_VERSION, {"account_id": account_id}) if reader is not None else None
     if versions is None:
         return None
     return int(versions[0][0] or 0) if versions else 0
 
 
-def rows_now(rt: Runtime, caller: Caller, ids: list[str]) -> list[tuple[Any, ...]] | None:
+async def rows_now(rt: Runtime, caller: Caller, ids: list[str]) -> list[tuple[Any, ...]] | None:
     """The rows (SHOWN columns) of the links `ids` the caller may see, read on the event loop; None: cannot."""
     if not ids:
         return []
     reader = rt.db.now
     if reader is None:
         return None
-    binds = {"account_id": caller.account_id, "limit": len(ids), "offset": 0, "match_ids": orjson.dumps(ids).decode()}
-    return reader.rows(page_statement("sqlite", "created_at", "desc", caller.public_only, True), binds)
+    dialect = reader.dialect.name
+    matched = ids if dialect == "postgresql" else orjson.dumps(ids).decode()  # see `sqlhelpers.match_ids`
+    binds = {"account_id": caller.account_id, "limit": len(ids), "offset": 0, "match_ids": matched}
+    return await reader.fetch(page_statement(dialect, "created_at", "desc", caller.public_only, True), binds)
 
 
-def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
+async def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
     """`list_links` answered on the event loop when it can be: a page in creation order (the account's index, or
     with `q` the search index, gives it) and the total already at hand (remembered for the account's current links
     version, or the search index held at that version). None: call `list_links`."""
     reader = rt.db.now
     if reader is None or params.sort != "created_at":
         return None
-    version = version_now(rt, caller.account_id)
+    version = await version_now(rt, caller.account_id)
     if version is None:
         return None
     rows: list[Any] | None
@@ -290,7 +304,7 @@ def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str,
         if index is None:
             return None
         total, ids = _matches(index, caller, params)
-        rows = rows_now(rt, caller, ids)
+        rows = await rows_now(rt, caller, ids)
         if rows is not None:  # read by primary key: back in the index's order
             at = {link_id: n for n, link_id in enumerate(ids)}
             rows.sort(key=lambda row: at[row[0]])
@@ -301,7 +315,8 @@ def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str,
         total, rows = counted, []
         if total:
             binds = {"account_id": caller.account_id, "limit": params.per, "offset": (params.page - 1) * params.per}
-            rows = reader.rows(page_statement("sqlite", "created_at", params.dir, caller.public_only, False), binds)
+            stmt = page_statement(reader.dialect.name, "created_at", params.dir, caller.public_only, False)
+            rows = await reader.fetch(stmt, binds)
     if rows is None:
         return None
     data = [link_json(row, caller.base_url) for row in rows]
@@ -328,12 +343,12 @@ def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     return link_dict(row, caller.base_url)
 
 
-def get_link_now(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any] | None:
+async def get_link_now(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any] | None:
     """`get_link` answered on the event loop when it can be (see `slugline.loopread`); None: call `get_link`."""
     reader = rt.db.now
     if reader is None or not LINK_ID.fullmatch(link_id):
         return None
-    rows = reader.rows(
+    rows = await reader.fetch(
         _GET_PUBLIC if caller.public_only else _GET, {"link_id": link_id, "account_id": caller.account_id}
     )
     if rows is None:

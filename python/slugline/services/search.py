@@ -13,15 +13,15 @@ from slugline.services.sqlhelpers import match_ids
 from slugline.services.validation import parse
 
 
-def search_now(rt: Runtime, caller: Caller, params: SearchParams) -> dict[str, Any] | None:
+async def search_now(rt: Runtime, caller: Caller, params: SearchParams) -> dict[str, Any] | None:
     """`search_links` answered on the event loop when the account's index is held at its current version and the
     hits can be read at once (see `slugline.loopread`). None: call `search_links`."""
-    version = links.version_now(rt, caller.account_id)
+    version = await links.version_now(rt, caller.account_id)
     index = rt.search.current(caller.account_id, version) if version is not None else None
     if index is None:
         return None
     total, hits = index.search(params.q, params.limit, caller.public_only)
-    rows = links.rows_now(rt, caller, [link_id for link_id, _, _ in hits])
+    rows = await links.rows_now(rt, caller, [link_id for link_id, _, _ in hits])
     if rows is None:
         return None
     by_id = {row[0]: row for row in rows}

@@ -16,7 +16,7 @@ router = APIRouter(prefix="/links", tags=["links"])
 
 @router.get("", summary="List links: paginated, sortable, searchable with q")
 async def list_links(rt: RuntimeDep, caller: ApiCaller, params: Annotated[ListParams, Query()]) -> JSON:
-    page = links.list_links_now(rt, caller, params)
+    page = await links.list_links_now(rt, caller, params)
     if page is not None:
         return JSON(page)
     async with limits.querying(rt, caller.account_id, params.q):
@@ -30,7 +30,7 @@ async def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody) -> JSON
 
 @router.get("/{link_id}", summary="Get one link")
 async def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
-    link = links.get_link_now(rt, caller, link_id)
+    link = await links.get_link_now(rt, caller, link_id)
     return JSON(link if link is not None else await run_in_threadpool(links.get_link, rt, caller, link_id))
 
 

@@ -16,7 +16,7 @@ router = APIRouter(tags=["search"])
 
 @router.get("/search", summary="Ranked search over the caller's links, with highlights; prefix and one-typo matching")
 async def search(rt: RuntimeDep, caller: ApiCaller, params: Annotated[SearchParams, Query()]) -> JSON:
-    found = search_service.search_now(rt, caller, params)
+    found = await search_service.search_now(rt, caller, params)
     if found is not None:
         return JSON(found)
     async with limits.querying(rt, caller.account_id, params.q):
