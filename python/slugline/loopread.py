@@ -1,9 +1,10 @@
-"""Small reads answered on the event loop, on SQLite, with no thread hop.
+"""Small reads answered on the event loop, with no thread hop: `LoopReader` on SQLite, `PgLoopReader` on PostgreSQL.
 
 A primary-key read or a page of 20 rows down an index takes SQLite 5-50 µs; handing it to a worker thread and back
 costs several times that, and SQLAlchemy's connection checkout around it more again (in process, `get_link` took
-208 µs through a pooled connection and 9 µs through a plain cursor). So the hottest reads of `GET /links/{id}` and
-`GET /links` try this first, and go to a thread (the ordinary path) whenever this cannot answer at once:
+208 µs through a pooled connection and 9 µs through a plain cursor). So the hottest reads (`GET /links/{id}`, a
+page of `GET /links` in creation order, with or without `q`, and the hits of `/search`) try this first, and go to a
+thread (the ordinary path) whenever this cannot answer at once. On SQLite:
 
 - Nothing here ever waits. The connection's busy timeout is 0: in WAL mode readers are not blocked by writers,
   and in the rare moments a reader would be (a checkpoint resetting the log), SQLite says so at once and the
@@ -12,6 +13,9 @@ costs several times that, and SQLAlchemy's connection checkout around it more ag
   progress handler), so a shape that would scan or sort a large account is answered from a thread instead.
 - It is read-only (`PRAGMA query_only`), one connection per worker process, used by one caller at a time: if two
   event loops in one process meet here (tests), the second takes the thread path.
+
+On PostgreSQL the read is awaited on a psycopg async connection (see `PgLoopReader`): the loop serves other requests
+meanwhile.
 
 Statements are the services' own SQLAlchemy Core statements, compiled once by the engine's dialect, so both paths
 read exactly the same rows.
