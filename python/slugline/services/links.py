@@ -154,9 +154,12 @@ def check_create(caller: Caller, data: Any) -> LinkCreate:
     return body
 
 
-def create_link(rt: Runtime, caller: Caller, data: Any, fetched: dict[str, str] | None = None) -> dict[str, Any]:
-    """`fetched`: auto_meta's title and description (`services.meta` fetches them); explicit fields win."""
-    body = check_create(caller, data)
+def create_link(
+    rt: Runtime, caller: Caller, data: Any, fetched: dict[str, str] | None = None, checked: LinkCreate | None = None
+) -> dict[str, Any]:
+    """`fetched`: auto_meta's title and description (`services.meta` fetches them); explicit fields win.
+    `checked`: `data` as `check_create` already gave it (not checked twice)."""
+    body = checked or check_create(caller, data)
     fields = body.model_dump(exclude={"auto_meta", "password"}, exclude_none=True)
     for name, value in (fetched or {}).items():
         if not fields.get(name):

@@ -32,7 +32,7 @@ async def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     if body.auto_meta and not (body.title and body.description):
         async with limits.fetching(rt, caller.account_id):
             filled = await _metadata(rt, body.destination_url)
-    return await anyio.to_thread.run_sync(links.create_link, rt, caller, data, filled)
+    return await anyio.to_thread.run_sync(links.create_link, rt, caller, data, filled, body)
 
 
 async def _metadata(rt: Runtime, url: str) -> dict[str, str]:
