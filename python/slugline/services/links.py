@@ -286,8 +286,7 @@ async def rows_now(rt: Runtime, caller: Caller, ids: list[str]) -> list[tuple[An
     if reader is None:
         return None
     dialect = reader.dialect.name
-    matched = ids if dialect == "postgresql" else orjson.dumps(ids).decode()  # see `sqlhelpers.match_ids`
-    binds = {"account_id": caller.account_id, "limit": len(ids), "offset": 0, "match_ids": matched}
+    binds = {"account_id": caller.account_id, "limit": len(ids), "offset": 0, "match_ids": match_ids(dialect, ids)}
     return await reader.fetch(page_statement(dialect, "created_at", "desc", caller.public_only, True), binds)
 
 
@@ -340,7 +339,7 @@ def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
         raise NotFound(NOT_FOUND)
     stmt = _GET_PUBLIC if caller.public_only else _GET
     with rt.db.reading() as conn:
-        row = conn.execute(stmt, {"link_id": link_id, "account_id": caller.account_id}).first()
+        row = conn.execute(stmt, _key(caller, link_id)).first()
     if row is None:
         raise NotFound(NOT_FOUND)
     return link_dict(row, caller.base_url)
@@ -351,9 +350,7 @@ async def get_link_now(rt: Runtime, caller: Caller, link_id: str) -> dict[str, A
     reader = rt.db.now
     if reader is None or not LINK_ID.fullmatch(link_id):
         return None
-    rows = await reader.fetch(
-        _GET_PUBLIC if caller.public_only else _GET, {"link_id": link_id, "account_id": caller.account_id}
-    )
+    rows = await reader.fetch(_GET_PUBLIC if caller.public_only else _GET, _key(caller, link_id))
     if rows is None:
         return None
     if not rows:

@@ -18,6 +18,7 @@ def ids_in(dialect: str, expr: ColumnElement[Any], name: str) -> ColumnElement[b
     return expr.in_(rows)
 
 
-def match_ids(db: Connection, ids: Sequence[str]) -> list[str] | str:
-    """The value `ids_in`'s parameter takes on this connection's database."""
-    return list(ids) if db.dialect.name == "postgresql" else orjson.dumps(list(ids)).decode()
+def match_ids(db: Connection | str, ids: Sequence[str]) -> list[str] | str:
+    """The value `ids_in`'s parameter takes on this connection's database (or the dialect named)."""
+    dialect = db if isinstance(db, str) else db.dialect.name
+    return list(ids) if dialect == "postgresql" else orjson.dumps(list(ids)).decode()
