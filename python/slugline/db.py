@@ -12,6 +12,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from slugline.loopread import LoopReader, PgLoopReader
+from slugline.loopwrite import LoopWriter
 from slugline.settings import Settings
 
 SQLITE_BUSY_SECONDS = 10  # how long a writer waits for another one before giving up
@@ -90,12 +91,16 @@ class Database:
         self.threads = settings.db_threads or (SQLITE_THREADS if sqlite else settings.db_pool_size)
         self.threads = min(self.threads, SQLITE_POOL if sqlite else settings.db_pool_size)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self._writer: AbstractContextManager[object] = threading.Lock() if sqlite else nullcontext()
+        lock = threading.Lock()
+        self._writer: AbstractContextManager[object] = lock if sqlite else nullcontext()
         # Small reads answered on the event loop (see `slugline.loopread`): SQLite files and PostgreSQL.
         self.now: LoopReader | PgLoopReader | None = None
+        # Small writes made on the event loop (see `slugline.loopwrite`): SQLite files.
+        self.write_now: LoopWriter | None = None
         path = settings.sqlite_path() if sqlite else None
         if path is not None and path.name != ":memory:":
             self.now = LoopReader(path, self.engine.dialect)
+            self.write_now = LoopWriter(path, self.engine.dialect, lock)
         elif self.engine.dialect.name == "postgresql":
             url = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
             self.now = PgLoopReader(url, self.engine.dialect, LOOP_CONNECTIONS)
@@ -127,4 +132,6 @@ class Database:
     def dispose(self) -> None:
         if self.now is not None:
             self.now.close()
+        if self.write_now is not None:
+            self.write_now.close()
         self.engine.dispose()

@@ -29,14 +29,17 @@ import functools
 import sqlite3
 import threading
 import weakref
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
-from sqlalchemy import Dialect, Select
+from sqlalchemy import Dialect, Executable, Select
+from sqlalchemy.sql.compiler import ExpandedState, SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
 
 from slugline.clock import isoformat
 
@@ -56,33 +59,52 @@ class Plain:
 
     sql: str
     names: tuple[str, ...]
-    fixed: dict[str, Any]  # values the statement itself holds (an IN list)
+    fixed: dict[str, Any]  # values the statement itself holds (an IN list, the 1 of `version + 1`)
+    # The column types' conversions for the driver (SQLite: a timestamp to its text, JSON to text), by name.
+    processors: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
     def params(self, binds: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(binds[name] if name in binds else self.fixed[name] for name in self.names)
+        values = tuple(binds[name] if name in binds else self.fixed[name] for name in self.names)
+        if not self.processors:
+            return values
+        return tuple(
+            self.processors[name](value) if name in self.processors else value
+            for name, value in zip(self.names, values, strict=True)
+        )
 
 
 def _plain_value(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
+def _compiled(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> tuple[SQLCompiler, ExpandedState]:
+    # `column_keys`: an INSERT or UPDATE given no values takes them from these names, as `execute` would.
+    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=dialect, column_keys=sorted(bound)))
+    return compiled, compiled.construct_expanded_state(dict.fromkeys(bound))
+
+
 @functools.lru_cache(maxsize=128)
-def plain(dialect: Dialect, statement: Select[*tuple[Any, ...]], bound: frozenset[str]) -> Plain:
+def plain(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Plain:
     """`statement` for the driver, given the names the caller binds (the rest, IN lists, are expanded here)."""
-    expanded = statement.compile(dialect=dialect).construct_expanded_state(dict.fromkeys(bound))
+    compiled, expanded = _compiled(dialect, statement, bound)
     names = tuple(expanded.positiontup or ())
     fixed = {
         name: _plain_value(value)
         for name, value in zip(names, expanded.positional_parameters, strict=True)
         if name not in bound
     }
-    return Plain(expanded.statement, names, fixed)
+    processors: dict[str, Callable[[Any], Any]] = {}
+    for name in bound:
+        process = compiled._bind_processors.get(name)
+        if callable(process):
+            processors[name] = process
+    return Plain(expanded.statement, names, fixed, processors)
 
 
 @functools.lru_cache(maxsize=128)
-def named(dialect: Dialect, statement: Select[*tuple[Any, ...]], bound: frozenset[str]) -> Plain:
+def named(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Plain:
     """`plain` for drivers that take named parameters (psycopg): `names` is empty, `fixed` holds the IN lists."""
-    expanded = statement.compile(dialect=dialect).construct_expanded_state(dict.fromkeys(bound))
+    _, expanded = _compiled(dialect, statement, bound)
     fixed = {name: _plain_value(value) for name, value in expanded.parameters.items() if name not in bound}
     return Plain(expanded.statement, (), fixed)
 

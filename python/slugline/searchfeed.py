@@ -9,6 +9,7 @@ from typing import cast
 from sqlalchemy import Connection, Table, bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
+from slugline.loopwrite import Run
 from slugline.models import LinkChange
 
 # Rows kept per account. A worker further behind than this (idle, or just started) reloads instead.
@@ -24,12 +25,11 @@ _PRUNE = delete(_CHANGES).where(
 )
 
 
-def record(session: Session, account_id: int, version: int, link_id: str) -> None:
+def record(run: Run, account_id: int, version: int, link_id: str) -> None:
     """Note that `link_id` changed (saved or deleted) at `version`, in the transaction that bumped it."""
-    conn = session.connection()
-    conn.execute(_RECORD, {"account_id": account_id, "version": version, "link_id": link_id})
+    run(_RECORD, {"account_id": account_id, "version": version, "link_id": link_id})
     if version % PRUNE_EVERY == 0:
-        conn.execute(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
+        run(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
 
 
 def changed_since(

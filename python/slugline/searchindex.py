@@ -93,13 +93,21 @@ class SearchCache:
         entry = self._get(account_id)
         return entry.index if entry is not None and entry.version >= version else None
 
-    def changed(self, account_id: int, new_version: int, link: Link | None, removed_id: str | None = None) -> None:
+    def changed(
+        self,
+        account_id: int,
+        new_version: int,
+        link: Link | None,
+        removed_id: str | None = None,
+        wait: bool = True,
+    ) -> None:
         """Apply this worker's own change in place when the index was exactly one version behind (otherwise
-        the next `use` catches up through the feed)."""
+        the next `use` catches up through the feed, as it also does when `wait` is False and a thread holds the
+        index)."""
         entry = self._get(account_id, touch=False)
-        if entry is None:
+        if entry is None or not entry.lock.acquire(blocking=wait):
             return
-        with entry.lock:
+        try:
             if entry.version != new_version - 1:
                 return
             if link is not None:
@@ -107,6 +115,8 @@ class SearchCache:
             if removed_id is not None:
                 entry.index.remove(removed_id)
             entry.version = new_version
+        finally:
+            entry.lock.release()
         self._resize(account_id, entry)
 
     def _get(self, account_id: int, touch: bool = True) -> _Entry | None:

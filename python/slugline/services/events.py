@@ -6,8 +6,9 @@ from slugline.models import Link
 from slugline.runtime import Runtime
 
 
-def link_saved(rt: Runtime, account_id: int, version: int, link: Link, old_slug: str | None) -> None:
-    rt.search.changed(account_id, version, link)
+def link_saved(rt: Runtime, account_id: int, version: int, link: Link, old_slug: str | None, wait: bool = True) -> None:
+    """`wait=False` (on the event loop): a search index busy in a thread is left to catch up by itself."""
+    rt.search.changed(account_id, version, link, wait=wait)
     for hook in rt.link_hooks:
         hook(link.slug, old_slug)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
 
@@ -17,6 +18,7 @@ from slugline._core import SearchIndex
 from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound
+from slugline.loopwrite import Run, Taken, session_run
 from slugline.models import Account, Link
 from slugline.runtime import Runtime
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams, non_null_fields
@@ -136,10 +138,10 @@ _WHOLE_PUBLIC = _WHOLE.where(_LINKS.c.visibility.in_(PUBLIC_LEVELS))
 _UPDATE = update(_LINKS).where(_LINKS.c.id == bindparam("link"))
 
 
-def _bump(session: Session, account_id: int, link_id: str) -> int:
+def _bump(run: Run, account_id: int, link_id: str) -> int:
     """The account's next links version, with the change-feed row other workers read, in this transaction."""
-    version = int(session.connection().execute(_BUMP, {"account": account_id}).scalar_one())
-    searchfeed.record(session, account_id, version, link_id)
+    version = int(run(_BUMP, {"account": account_id})[0][0])
+    searchfeed.record(run, account_id, version, link_id)
     return version
 
 
@@ -160,11 +162,53 @@ def create_link(
     """`fetched`: auto_meta's title and description (`services.meta` fetches them); explicit fields win.
     `checked`: `data` as `check_create` already gave it (not checked twice)."""
     body = checked or check_create(caller, data)
+    password_hash = _core.hash_password(body.password) if body.password else None
+    return _create(rt, caller, body, fetched, password_hash, functools.partial(_insert, rt))
+
+
+def create_link_now(
+    rt: Runtime, caller: Caller, body: LinkCreate, fetched: dict[str, str] | None = None
+) -> dict[str, Any] | None:
+    """`create_link` made on the event loop when it can be (see `slugline.loopwrite`); None: call `create_link`.
+    A link with a password is always made on a thread: hashing the password takes milliseconds of CPU."""
+    writer = rt.db.write_now
+    if writer is None or body.password:
+        return None
+
+    def insert(link: Link) -> int | None:
+        try:
+            version = writer.write(functools.partial(_write_new, link))
+        except Taken:
+            return None
+        if version is None:
+            raise _Declined
+        return version
+
+    try:
+        return _create(rt, caller, body, fetched, None, insert, wait=False)
+    except _Declined:
+        return None
+
+
+class _Declined(Exception):
+    """The loop writer could not make the write at once (nothing was written)."""
+
+
+def _create(
+    rt: Runtime,
+    caller: Caller,
+    body: LinkCreate,
+    fetched: dict[str, str] | None,
+    password_hash: str | None,
+    insert: Callable[[Link], int | None],
+    wait: bool = True,
+) -> dict[str, Any]:
+    """Makes the link with `insert` (the account's new links version, or None when the slug is taken), drawing a
+    generated slug again when it is taken."""
     fields = body.model_dump(exclude={"auto_meta", "password"}, exclude_none=True)
     for name, value in (fetched or {}).items():
         if not fields.get(name):
             fields[name] = value
-    password_hash = _core.hash_password(body.password) if body.password else None
     for _ in range(SLUG_ATTEMPTS):
         now = utcnow()
         link = Link(
@@ -178,23 +222,27 @@ def create_link(
         )
         if body.slug is None:
             link.slug = _core.generate_slug()
-        version = _insert(rt, caller, link)
+        version = insert(link)
         if version is not None:
-            events.link_saved(rt, caller.account_id, version, link, None)
+            events.link_saved(rt, caller.account_id, version, link, None, wait=wait)
             return link_dict(link, caller.base_url)
         if body.slug is not None:
             break
     raise Conflict(f"slug '{link.slug}' is already taken")
 
 
-def _insert(rt: Runtime, caller: Caller, link: Link) -> int | None:
+def _insert(rt: Runtime, link: Link) -> int | None:
     """The account's new links version, or None when the slug is taken."""
     try:
         with rt.db.writing() as session:
-            session.connection().execute(_INSERT, {name: getattr(link, name) for name in INSERTED})
-            return _bump(session, caller.account_id, link.id)
+            return _write_new(link, session_run(session))
     except IntegrityError:
         return None
+
+
+def _write_new(link: Link, run: Run) -> int:
+    run(_INSERT, {name: getattr(link, name) for name in INSERTED})
+    return _bump(run, link.account_id, link.id)
 
 
 @functools.lru_cache(maxsize=64)
@@ -387,7 +435,7 @@ def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[st
             link.updated_at = utcnow()
             changes = {name: getattr(link, name) for name in CHANGEABLE}
             conn.execute(_UPDATE, {"link": link_id, "updated_at": link.updated_at, **changes})
-            version = _bump(session, caller.account_id, link.id)
+            version = _bump(session_run(session), caller.account_id, link.id)
     except IntegrityError:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     events.link_saved(rt, caller.account_id, version, link, old_slug)
@@ -413,6 +461,6 @@ def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
         slug = link.slug
         session.delete(link)
         session.flush()
-        version = _bump(session, caller.account_id, link_id)
+        version = _bump(session_run(session), caller.account_id, link_id)
     events.link_deleted(rt, caller.account_id, version, link_id, slug)
     return {"deleted": True, "id": link_id}

@@ -1,7 +1,8 @@
 """`auto_meta`: fill a new link's title and description from its destination; never fails a create.
 
 The fetch runs on the event loop, never in a worker thread (where a slow page would hold a thread every other
-request needs), under the account's cap on concurrent fetches; only the database work of the create goes to a thread.
+request needs), under the account's cap on concurrent fetches; the create itself is made on the loop when it can be
+(`slugline.loopwrite`), on a thread otherwise.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ async def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     if body.auto_meta and not (body.title and body.description):
         async with limits.fetching(rt, caller.account_id):
             filled = await _metadata(rt, body.destination_url)
+    made = links.create_link_now(rt, caller, body, filled)
+    if made is not None:
+        return made
     return await anyio.to_thread.run_sync(links.create_link, rt, caller, data, filled, body)
 
 

@@ -1,0 +1,204 @@
+"""On SQLite, a link's create is made on the event loop when the write lock and the file are free
+(`slugline.loopwrite`); otherwise on a thread. Both paths must store exactly the same row, and the loop path must
+decline, never wait, when another writer holds the lock or the file, and leave nothing behind when it fails."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from starlette.testclient import TestClient
+
+from slugline import _core, loopwrite
+from slugline.caller import Caller
+from slugline.errors import Conflict
+from slugline.loopwrite import LoopWriter
+from slugline.runtime import Runtime
+from slugline.services import links
+from tests.helpers import SQLITE_ONLY, Account
+
+pytestmark = SQLITE_ONLY
+
+BODIES: list[dict[str, Any]] = [
+    {"destination_url": "https://example.com/", "title": "Ünïcode — “quotes” \\ back\nslash", "note": "n"},
+    {"destination_url": "https://example.com/a?q=1&r=%20#frag", "hashtags": ["émoji😀", "a"], "description": ""},
+    {"destination_url": "https://example.com/b", "visibility": "private", "hashtags": []},
+    {"destination_url": "https://example.com/c", "visibility": "unlisted", "slug": "my-own-slug"},
+]
+VARYING = {"id", "slug", "short_url", "created_at", "updated_at"}
+
+
+@pytest.fixture
+def caller(runtime: Runtime, alice: Account) -> Caller:
+    with runtime.db.engine.connect() as conn:
+        found = conn.execute(text("SELECT id, created_at FROM accounts WHERE username = :u"), {"u": alice.username})
+        account_id, moment = found.one()
+    return Caller(account_id, alice.username, "developer", "full", moment, "http://sl.test")
+
+
+@pytest.fixture
+def writer(runtime: Runtime) -> LoopWriter:
+    assert runtime.db.write_now is not None, "a SQLite file gets a loop writer"
+    return runtime.db.write_now
+
+
+def _stored(runtime: Runtime, link_id: str) -> dict[str, Any]:
+    with runtime.db.engine.connect() as conn:
+        row = conn.execute(text("SELECT * FROM links WHERE id = :id"), {"id": link_id}).one()
+    return dict(row._mapping)
+
+
+def _version(runtime: Runtime) -> int:
+    with runtime.db.engine.connect() as conn:
+        return int(conn.execute(text("SELECT max(links_version) FROM accounts")).scalar_one())
+
+
+def _count(runtime: Runtime) -> int:
+    with runtime.db.engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM links")).scalar_one())
+
+
+def test_both_paths_store_the_same_link(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account
+) -> None:
+    for body in BODIES:
+        checked = links.check_create(caller, body)
+        on_loop = links.create_link_now(runtime, caller, checked)
+        assert on_loop is not None, "the loop path declined a create with the lock and the file free"
+        if "slug" in body:
+            client.delete(f"/api/v1/links/{on_loop['id']}", headers=alice.auth())
+        on_thread = links.create_link(runtime, caller, body)
+        assert {k: v for k, v in on_loop.items() if k not in VARYING} == {
+            k: v for k, v in on_thread.items() if k not in VARYING
+        }
+        got = client.get(f"/api/v1/links/{on_thread['id']}", headers=alice.auth()).json()
+        assert got == on_thread
+        if "slug" not in body:
+            assert client.get(f"/api/v1/links/{on_loop['id']}", headers=alice.auth()).json() == on_loop
+            loop_row, thread_row = _stored(runtime, on_loop["id"]), _stored(runtime, on_thread["id"])
+            assert {k: v for k, v in loop_row.items() if k not in VARYING} == {
+                k: v for k, v in thread_row.items() if k not in VARYING
+            }
+            # Timestamps stored in the same text form, as SQLAlchemy writes them.
+            assert len(loop_row["created_at"]) == len(thread_row["created_at"])
+    assert writer.declined == 0
+    # Each write moved the account's version once and left its change-feed row: other workers' indexes follow.
+    with runtime.db.engine.connect() as conn:
+        feed = conn.execute(text("SELECT version, link_id FROM link_changes ORDER BY version")).all()
+    assert [version for version, _ in feed] == list(range(1, _version(runtime) + 1))
+
+
+def test_the_search_index_learns_of_a_loop_create(
+    runtime: Runtime, caller: Caller, client: TestClient, alice: Account
+) -> None:
+    assert client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"] == []
+    builds = runtime.search.builds
+    made = links.create_link_now(
+        runtime, caller, links.check_create(caller, {"destination_url": "https://z.test/", "title": "zebra"})
+    )
+    assert made is not None
+    found = client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"]
+    assert [link["id"] for link in found] == [made["id"]]
+    assert runtime.search.builds == builds  # updated in place, not rebuilt
+
+
+def test_a_taken_slug_is_refused_and_nothing_is_written(runtime: Runtime, caller: Caller) -> None:
+    links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-one"})
+    count, version = _count(runtime), _version(runtime)
+    with pytest.raises(Conflict, match="taken-one"):
+        links.create_link_now(
+            runtime, caller, links.check_create(caller, {"destination_url": "https://e.test/", "slug": "taken-one"})
+        )
+    assert (_count(runtime), _version(runtime)) == (count, version)
+
+
+def test_a_generated_slug_that_is_taken_is_drawn_again(
+    runtime: Runtime, caller: Caller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "clash01"})
+    drawn = iter(["clash01", "fresh01"])
+    monkeypatch.setattr(_core, "generate_slug", lambda: next(drawn))
+    made = links.create_link_now(runtime, caller, links.check_create(caller, {"destination_url": "https://e.test/"}))
+    assert made is not None and made["slug"] == "fresh01"
+    assert _count(runtime) == 2
+
+
+def test_a_held_write_lock_sends_the_create_to_a_thread(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account
+) -> None:
+    lock = runtime.db._writer
+    assert isinstance(lock, type(threading.Lock()))
+    body = {"destination_url": "https://example.com/", "title": "queued"}
+    with lock:  # a thread of this worker is writing
+        started = time.monotonic()
+        assert links.create_link_now(runtime, caller, links.check_create(caller, body)) is None
+        assert time.monotonic() - started < 0.1
+    assert writer.declined == 1
+    assert _count(runtime) == 0
+    res = client.post("/api/v1/links", json=body, headers=alice.auth())  # the API takes the thread path then
+    assert res.status_code == 201
+
+
+def test_a_file_locked_by_another_process_is_declined_at_once(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, tmp_path: Any
+) -> None:
+    path = runtime.settings.sqlite_path()
+    assert path is not None
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another worker's write transaction
+    try:
+        started = time.monotonic()
+        body = links.check_create(caller, {"destination_url": "https://example.com/"})
+        assert links.create_link_now(runtime, caller, body) is None
+        assert time.monotonic() - started < 0.1
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert writer.declined == 1
+    assert links.create_link_now(runtime, caller, body) is not None  # and the lock was given back
+
+
+def test_a_write_that_fails_half_way_leaves_nothing(runtime: Runtime, caller: Caller, writer: LoopWriter) -> None:
+    link = links.create_link(runtime, caller, {"destination_url": "https://example.com/"})
+    version = _version(runtime)
+
+    def half(run: loopwrite.Run) -> None:
+        run(links._BUMP, {"account": caller.account_id})
+        raise RuntimeError("half way")
+
+    with pytest.raises(RuntimeError, match="half way"):
+        writer.write(half)
+    assert _version(runtime) == version
+    assert writer.write(lambda run: run(links._BUMP, {"account": caller.account_id})) is not None
+    assert _version(runtime) == version + 1
+    assert _stored(runtime, link["id"])["clicks"] == 0
+
+
+def test_the_log_is_checkpointed_on_a_thread(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loopwrite, "CHECKPOINT_EVERY", 3)
+    ran_on: list[int] = []
+    checkpoint = writer._checkpoint
+    done = threading.Event()
+
+    def watched() -> None:
+        ran_on.append(threading.get_ident())
+        checkpoint()
+        done.set()
+
+    monkeypatch.setattr(writer, "_checkpoint", watched)
+
+    async def creates() -> None:
+        for _ in range(3):
+            assert links.create_link_now(runtime, caller, links.check_create(caller, {"destination_url": "https://e/"}))
+        assert await asyncio.to_thread(done.wait, 5)
+
+    asyncio.run(creates())
+    assert len(ran_on) == 1 and ran_on[0] != threading.get_ident()  # not on the loop
+    assert writer.checkpointed > 0  # frames of the log copied into the file
