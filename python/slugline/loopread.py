@@ -62,6 +62,8 @@ class Plain:
     fixed: dict[str, Any]  # values the statement itself holds (an IN list, the 1 of `version + 1`)
     # The column types' conversions for the driver (SQLite: a timestamp to its text, JSON to text), by name.
     processors: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    # The conversions of the columns it returns, from the driver's values (SQLite: text to a timestamp, to JSON).
+    results: tuple[Callable[[Any], Any] | None, ...] = ()
 
     def params(self, binds: dict[str, Any]) -> tuple[Any, ...]:
         values = tuple(binds[name] if name in binds else self.fixed[name] for name in self.names)
@@ -70,6 +72,15 @@ class Plain:
         return tuple(
             self.processors[name](value) if name in self.processors else value
             for name, value in zip(self.names, values, strict=True)
+        )
+
+    def row(self, found: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row as SQLAlchemy would give it (`results` applied)."""
+        if not self.results:
+            return found
+        return tuple(
+            value if process is None or value is None else process(value)
+            for process, value in zip(self.results, found, strict=True)
         )
 
 
@@ -98,7 +109,8 @@ def plain(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Pla
         process = compiled._bind_processors.get(name)
         if callable(process):
             processors[name] = process
-    return Plain(expanded.statement, names, fixed, processors)
+    results = tuple(column.type._cached_result_processor(dialect, None) for column in compiled._result_columns)
+    return Plain(expanded.statement, names, fixed, processors, results if any(results) else ())
 
 
 @functools.lru_cache(maxsize=128)

@@ -78,7 +78,8 @@ class LoopWriter:
     def _run(self, statement: Executable, binds: dict[str, Any]) -> list[Any]:
         query = plain(self.dialect, statement, frozenset(binds))
         assert self._conn is not None
-        return self._conn.execute(query.sql, query.params(binds)).fetchall()
+        found = self._conn.execute(query.sql, query.params(binds)).fetchall()
+        return [query.row(row) for row in found] if query.results else found
 
     def write(self, work: Callable[[Run], T]) -> T | None:
         """`work(run)` in one transaction, committed: its result; None when the write cannot be made at once (then

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from slugline import _core, loopwrite
 from slugline.caller import Caller
-from slugline.errors import Conflict
+from slugline.errors import Conflict, Invalid, NotFound
 from slugline.loopwrite import LoopWriter
 from slugline.runtime import Runtime
 from slugline.services import links
@@ -202,3 +202,74 @@ def test_the_log_is_checkpointed_on_a_thread(
     asyncio.run(creates())
     assert len(ran_on) == 1 and ran_on[0] != threading.get_ident()  # not on the loop
     assert writer.checkpointed > 0  # frames of the log copied into the file
+
+
+CHANGES: list[dict[str, Any]] = [
+    {"title": "new “title”", "hashtags": ["x", "émoji😀"]},
+    {"title": None, "hashtags": None, "note": None, "description": None},
+    {"visibility": "private"},
+    {"visibility": "unlisted", "destination_url": "https://example.org/moved?a=1"},
+]
+
+
+def test_both_paths_make_the_same_update(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account
+) -> None:
+    for change in CHANGES:
+        pair = [links.create_link(runtime, caller, BODIES[1]) for _ in range(2)]
+        on_loop = links.update_link_now(runtime, caller, pair[0]["id"], change)
+        assert on_loop is not None, "the loop path declined an update with the lock and the file free"
+        on_thread = links.update_link(runtime, caller, pair[1]["id"], change)
+        assert {k: v for k, v in on_loop.items() if k not in VARYING} == {
+            k: v for k, v in on_thread.items() if k not in VARYING
+        }
+        assert on_loop["created_at"] == pair[0]["created_at"] and on_loop["updated_at"] >= pair[0]["updated_at"]
+        assert client.get(f"/api/v1/links/{on_loop['id']}", headers=alice.auth()).json() == on_loop
+        loop_row, thread_row = _stored(runtime, on_loop["id"]), _stored(runtime, on_thread["id"])
+        assert {k: v for k, v in loop_row.items() if k not in VARYING} == {
+            k: v for k, v in thread_row.items() if k not in VARYING
+        }
+    assert writer.declined == 0
+
+
+def test_a_loop_update_refuses_what_the_thread_refuses_and_writes_nothing(runtime: Runtime, caller: Caller) -> None:
+    link = links.create_link(runtime, caller, BODIES[0])
+    links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-two"})
+    version, stored = _version(runtime), _stored(runtime, link["id"])
+    refused: list[tuple[str, dict[str, Any], type[Exception]]] = [
+        ("lnk_00000000000", {"title": "t"}, NotFound),
+        (link["id"], {}, Invalid),
+        (link["id"], {"slug": None}, Invalid),
+        (link["id"], {"visibility": "password"}, Invalid),  # no password given, none stored
+        (link["id"], {"slug": "taken-two"}, Conflict),
+    ]
+    for link_id, change, error in refused:
+        with pytest.raises(error) as on_loop:
+            links.update_link_now(runtime, caller, link_id, change)
+        with pytest.raises(error) as on_thread:
+            links.update_link(runtime, caller, link_id, change)
+        assert str(on_loop.value) == str(on_thread.value)
+    assert (_version(runtime), _stored(runtime, link["id"])) == (version, stored)
+
+
+def test_a_new_password_is_set_on_a_thread(runtime: Runtime, caller: Caller) -> None:
+    link = links.create_link(runtime, caller, BODIES[0])
+    change = {"visibility": "password", "password": "correct horse"}
+    assert links.update_link_now(runtime, caller, link["id"], change) is None  # hashing is never done on the loop
+    assert links.update_link(runtime, caller, link["id"], change)["visibility"] == "password"
+    assert _stored(runtime, link["id"])["password_hash"]
+    # A later change that keeps the password needs no hashing: made on the loop, the hash kept.
+    kept = links.update_link_now(runtime, caller, link["id"], {"title": "still locked"})
+    assert kept is not None and kept["visibility"] == "password"
+    assert _stored(runtime, link["id"])["password_hash"]
+
+
+def test_the_search_index_learns_of_a_loop_update(
+    runtime: Runtime, caller: Caller, client: TestClient, alice: Account
+) -> None:
+    link = links.create_link(runtime, caller, {"destination_url": "https://z.test/", "title": "zebra"})
+    assert len(client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"]) == 1
+    assert links.update_link_now(runtime, caller, link["id"], {"title": "okapi"}) is not None
+    assert client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"] == []
+    found = client.get("/api/v1/links", params={"q": "okapi"}, headers=alice.auth()).json()["data"]
+    assert [hit["id"] for hit in found] == [link["id"]]

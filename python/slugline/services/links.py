@@ -124,7 +124,7 @@ _BUMP = (
     .returning(_ACCOUNTS.c.links_version)
 )
 _INSERT = insert(_LINKS)
-INSERTED = tuple(column.key for column in _LINKS.columns)
+COLUMNS = tuple(column.key for column in _LINKS.columns)  # every column, in order: what _INSERT writes, _WHOLE reads
 # What an update writes: every column a client may change (never `clicks`, which the click writer moves meanwhile).
 CHANGEABLE = ("slug", "destination_url", "title", "description", "note", "hashtags", "visibility", "password_hash")
 # Locked for the update's transaction on PostgreSQL (SQLite has one writer anyway): two updates of one link queue,
@@ -241,7 +241,7 @@ def _insert(rt: Runtime, link: Link) -> int | None:
 
 
 def _write_new(link: Link, run: Run) -> int:
-    run(_INSERT, {name: getattr(link, name) for name in INSERTED})
+    run(_INSERT, {name: getattr(link, name) for name in COLUMNS})
     return _bump(run, link.account_id, link.id)
 
 
@@ -415,31 +415,53 @@ def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[st
         raise NotFound(NOT_FOUND)
     try:
         with rt.db.writing() as session:
-            conn = session.connection()  # Core on the tables: no ORM bookkeeping; `link` is never added
-            found = conn.execute(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id)).first()
-            if found is None:
-                raise NotFound(NOT_FOUND)
-            link = Link(**found._mapping)
-            old_slug = link.slug
-            _guard_visibility(caller, data)
-            body = parse(LinkUpdate, data)
-            sent = body.model_fields_set
-            if not sent:
-                raise Invalid("the update body is empty: send at least one field to change")
-            if bad := non_null_fields(data):
-                raise Invalid(f"{bad[0]} cannot be null")
-            _apply_password(link, body, sent)
-            for name in sent - {"password"}:
-                value = getattr(body, name)
-                setattr(link, name, [] if name == "hashtags" and value is None else value)
-            link.updated_at = utcnow()
-            changes = {name: getattr(link, name) for name in CHANGEABLE}
-            conn.execute(_UPDATE, {"link": link_id, "updated_at": link.updated_at, **changes})
-            version = _bump(session_run(session), caller.account_id, link.id)
+            link, old_slug, version = _change(caller, link_id, data, session_run(session))
     except IntegrityError:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     events.link_saved(rt, caller.account_id, version, link, old_slug)
     return link_dict(link, caller.base_url)
+
+
+def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any] | None:
+    """`update_link` made on the event loop when it can be (see `slugline.loopwrite`); None: call `update_link`.
+    A new password is always set on a thread: hashing it takes milliseconds of CPU."""
+    writer = rt.db.write_now
+    if writer is None or not LINK_ID.fullmatch(link_id) or (isinstance(data, dict) and data.get("password")):
+        return None
+    try:
+        changed = writer.write(functools.partial(_change, caller, link_id, data))
+    except Taken:
+        raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
+    if changed is None:
+        return None
+    link, old_slug, version = changed
+    events.link_saved(rt, caller.account_id, version, link, old_slug, wait=False)
+    return link_dict(link, caller.base_url)
+
+
+def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[Link, str, int]:
+    """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
+    the tables, no ORM bookkeeping: `link` is never added to a session."""
+    found = run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id))
+    if not found:
+        raise NotFound(NOT_FOUND)
+    link = Link(**dict(zip(COLUMNS, found[0], strict=True)))
+    old_slug = link.slug
+    _guard_visibility(caller, data)
+    body = parse(LinkUpdate, data)
+    sent = body.model_fields_set
+    if not sent:
+        raise Invalid("the update body is empty: send at least one field to change")
+    if bad := non_null_fields(data):
+        raise Invalid(f"{bad[0]} cannot be null")
+    _apply_password(link, body, sent)
+    for name in sent - {"password"}:
+        value = getattr(body, name)
+        setattr(link, name, [] if name == "hashtags" and value is None else value)
+    link.updated_at = utcnow()
+    changes = {name: getattr(link, name) for name in CHANGEABLE}
+    run(_UPDATE, {"link": link_id, "updated_at": link.updated_at, **changes})
+    return link, old_slug, _bump(run, caller.account_id, link.id)
 
 
 def _apply_password(link: Link, body: LinkUpdate, sent: set[str]) -> None:
