@@ -6,6 +6,7 @@ of one benchmark alternate, so a busy moment of the machine hits all of them ali
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -147,10 +148,18 @@ def pro_account(base: str, env: dict[str, str]) -> dict[str, str]:
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 60) -> None:
-    """SIGTERM lets slugline flush its buffered clicks (Granian passes it to the workers); nginx wants SIGQUIT."""
+    """SIGTERM lets slugline flush its buffered clicks (Granian passes it to the workers); nginx wants SIGQUIT.
+    A server still running after `timeout` is killed with its whole process group (each starts a session of its
+    own), so no worker outlives the run and the figures already printed stand."""
     if proc.poll() is None:
         proc.send_signal(sig)
-        proc.wait(timeout=timeout)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{proc.args!r} did not stop within {timeout:.0f} s: killed", file=sys.stderr, flush=True)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @contextmanager

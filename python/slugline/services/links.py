@@ -47,6 +47,7 @@ SHOWN = (
     Link.created_at,
     Link.updated_at,
 )
+SHOWN_NAMES = tuple(column.key for column in SHOWN)
 _GET = select(*SHOWN).where(Link.id == bindparam("link_id"), Link.account_id == bindparam("account_id"))
 _GET_PUBLIC = _GET.where(Link.visibility.in_(PUBLIC_LEVELS))
 LinkRow = Row[*tuple[Any, ...]]
@@ -54,25 +55,12 @@ LinkRow = Row[*tuple[Any, ...]]
 
 def link_dict(link: Link | LinkRow, base_url: str) -> dict[str, Any]:
     """A link's JSON, from a Link or a row of the SHOWN columns."""
-    return {
-        "id": link.id,
-        "slug": link.slug,
-        "short_url": f"{base_url}/{link.slug}",
-        "destination_url": link.destination_url,
-        "title": link.title,
-        "description": link.description,
-        "note": link.note,
-        "hashtags": list(link.hashtags or ()),
-        "visibility": link.visibility,
-        "clicks": link.clicks,
-        "created_at": isoformat(link.created_at),
-        "updated_at": isoformat(link.updated_at),
-    }
+    return link_json(tuple(getattr(link, name) for name in SHOWN_NAMES), base_url)
 
 
 def link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
-    """`link_dict` of a plain row of the SHOWN columns from a driver: SQLite's (JSON and timestamps as text) or
-    PostgreSQL's."""
+    """A link's JSON from a plain row of the SHOWN columns: a driver's (SQLite's gives JSON and timestamps as text,
+    PostgreSQL's their values) or SQLAlchemy's."""
     link_id, slug, destination, title, description, note, hashtags, visibility, clicks, created, updated = row
     return {
         "id": link_id,
