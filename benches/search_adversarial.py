@@ -26,6 +26,7 @@ from sqlalchemy import insert, select, text
 
 from slugline import migrate, searchfeed
 from slugline.clock import utcnow
+from slugline.loopwrite import drive, session_run
 from slugline.models import Account, Link
 from slugline.runtime import Runtime
 from slugline.searchindex import SearchCache
@@ -169,7 +170,7 @@ def run(database_url: str, links: int, rounds: int) -> None:
         session.execute(
             text("UPDATE accounts SET links_version = :v WHERE id = :id"), {"v": version + 1, "id": account_id}
         )
-        searchfeed.record(session, account_id, version + 1, row["id"])
+        drive(searchfeed.record(session_run(session), account_id, version + 1, row["id"]))
     catch_up = timed(lambda: search(other, "zzz"))
     print(f"one change from another worker: next search {catch_up * 1000:.1f} ms (builds={other.builds}, no reload)")
 

@@ -14,6 +14,7 @@ from sqlalchemy import delete, func, select
 from starlette.testclient import TestClient
 
 from slugline import searchfeed
+from slugline.loopwrite import drive, session_run
 from slugline.models import LinkChange
 from slugline.runtime import Runtime
 from slugline.searchindex import SearchCache
@@ -73,8 +74,9 @@ def test_old_feed_rows_are_pruned(runtime: Runtime, alice: Account, client: Test
     with runtime.db.session() as session:
         account_id = session.scalar(select(LinkChange.account_id))
         assert account_id is not None
+        run = session_run(session)
         for version in range(2, 2 + 3 * searchfeed.KEEP):
-            searchfeed.record(session, account_id, version, "lnk_x")
+            drive(searchfeed.record(run, account_id, version, "lnk_x"))
         kept = session.scalar(select(func.count()).select_from(LinkChange))
         assert kept is not None and kept <= searchfeed.KEEP + searchfeed.PRUNE_EVERY
         newest = 1 + 3 * searchfeed.KEEP

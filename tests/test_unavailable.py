@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 
 from slugline.clicks.buffer import MAX_BATCH_FAILURES
 from slugline.db import UNAVAILABLE_MESSAGE
+from slugline.loopwrite import LoopWriter
 from slugline.runtime import Runtime
 from tests.helpers import SQLITE_ONLY, click_recorder
 
@@ -19,9 +20,14 @@ def _query_only(conn: Any, _: Any) -> None:
 
 
 def read_only(rt: Runtime) -> None:
-    """Every new connection refuses writes, as SQLite does for a read-only file (root ignores file modes)."""
+    """Every new connection refuses writes, as SQLite does for a read-only file (root ignores file modes): the
+    pool's, and the loop writer's (whose write is then declined to the thread path)."""
     event.listen(rt.db.engine, "connect", _query_only)
     rt.db.engine.dispose()
+    writer = rt.db.write_now
+    if isinstance(writer, LoopWriter):
+        writer.close()
+        _query_only(writer._connection(), None)
 
 
 @SQLITE_ONLY
@@ -34,6 +40,7 @@ def test_read_only_store_is_503_and_reads_still_answer(client: TestClient, runti
     assert res.status_code == 503, res.text
     assert res.json() == {"error": UNAVAILABLE_MESSAGE}
     assert res.headers["retry-after"] == "1"
+    assert isinstance(runtime.db.write_now, LoopWriter) and runtime.db.write_now.declined == 1
     listed = client.get("/api/v1/links", headers=auth)
     assert listed.status_code == 200
     assert [link["slug"] for link in listed.json()["data"]] == ["kept"]  # the acknowledged write, and only it

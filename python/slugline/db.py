@@ -12,7 +12,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from slugline.loopread import LoopReader, PgLoopReader
-from slugline.loopwrite import LoopWriter
+from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter
 from slugline.settings import Settings
 
 SQLITE_BUSY_SECONDS = 10  # how long a writer waits for another one before giving up
@@ -31,8 +31,9 @@ def unavailable(exc: BaseException) -> bool:
     """The store is down, unreachable, read-only or full: the request may succeed later (503), it is not a bug (500).
 
     OperationalError is what both drivers raise for those (and for a locked SQLite file past its busy timeout);
-    InterfaceError is a connection that died under us; TimeoutError is the pool waiting for a free connection."""
-    return isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError)
+    InterfaceError is a connection that died under us; TimeoutError is the pool waiting for a free connection;
+    CommitUnknown a connection that died during a COMMIT on the event loop (`loopwrite.PgLoopWriter`)."""
+    return isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError | CommitUnknown)
 
 
 def normalize_url(url: str) -> str:
@@ -95,8 +96,8 @@ class Database:
         self._writer: AbstractContextManager[object] = lock if sqlite else nullcontext()
         # Small reads answered on the event loop (see `slugline.loopread`): SQLite files and PostgreSQL.
         self.now: LoopReader | PgLoopReader | None = None
-        # Small writes made on the event loop (see `slugline.loopwrite`): SQLite files.
-        self.write_now: LoopWriter | None = None
+        # Small writes made on the event loop (see `slugline.loopwrite`): SQLite files and PostgreSQL.
+        self.write_now: LoopWriter | PgLoopWriter | None = None
         path = settings.sqlite_path() if sqlite else None
         if path is not None and path.name != ":memory:":
             self.now = LoopReader(path, self.engine.dialect)
@@ -104,6 +105,7 @@ class Database:
         elif self.engine.dialect.name == "postgresql":
             url = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
             self.now = PgLoopReader(url, self.engine.dialect, LOOP_CONNECTIONS)
+            self.write_now = PgLoopWriter(self.now)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -132,6 +134,6 @@ class Database:
     def dispose(self) -> None:
         if self.now is not None:
             self.now.close()
-        if self.write_now is not None:
+        if isinstance(self.write_now, LoopWriter):
             self.write_now.close()
         self.engine.dispose()

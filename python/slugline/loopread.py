@@ -29,7 +29,7 @@ import functools
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -74,6 +74,13 @@ class Plain:
             for name, value in zip(self.names, values, strict=True)
         )
 
+    def named(self, binds: dict[str, Any]) -> dict[str, Any]:
+        """`binds` for a driver that takes named parameters, with the statement's own values and the conversions."""
+        values = {**self.fixed, **binds}
+        for name, process in self.processors.items():
+            values[name] = process(values[name])
+        return values
+
     def row(self, found: tuple[Any, ...]) -> tuple[Any, ...]:
         """A row as SQLAlchemy would give it (`results` applied)."""
         if not self.results:
@@ -104,21 +111,28 @@ def plain(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Pla
         for name, value in zip(names, expanded.positional_parameters, strict=True)
         if name not in bound
     }
+    return Plain(expanded.statement, names, fixed, *_conversions(dialect, compiled, bound))
+
+
+def _conversions(
+    dialect: Dialect, compiled: SQLCompiler, bound: frozenset[str]
+) -> tuple[dict[str, Callable[[Any], Any]], tuple[Callable[[Any], Any] | None, ...]]:
+    """The column types' conversions of the bound values, and of the columns returned (none when all are None)."""
     processors: dict[str, Callable[[Any], Any]] = {}
     for name in bound:
         process = compiled._bind_processors.get(name)
         if callable(process):
             processors[name] = process
     results = tuple(column.type._cached_result_processor(dialect, None) for column in compiled._result_columns)
-    return Plain(expanded.statement, names, fixed, processors, results if any(results) else ())
+    return processors, results if any(results) else ()
 
 
 @functools.lru_cache(maxsize=128)
 def named(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Plain:
     """`plain` for drivers that take named parameters (psycopg): `names` is empty, `fixed` holds the IN lists."""
-    _, expanded = _compiled(dialect, statement, bound)
+    compiled, expanded = _compiled(dialect, statement, bound)
     fixed = {name: _plain_value(value) for name, value in expanded.parameters.items() if name not in bound}
-    return Plain(expanded.statement, (), fixed)
+    return Plain(expanded.statement, (), fixed, *_conversions(dialect, compiled, bound))
 
 
 class LoopReader:
@@ -207,32 +221,37 @@ class PgLoopReader:
             pool.open -= 1
             raise
 
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
+        """One of this event loop's connections (None: all are in use), given back afterwards if it is idle and
+        sound, closed otherwise: a statement cut off (an error, a timeout, a cancelled request) leaves it in an
+        unknown state, and it is never reused."""
+        pool = self._loops.setdefault(asyncio.get_running_loop(), _Connections())
+        conn = await self._connection(pool)
+        if conn is None:
+            yield None
+            return
+        try:
+            yield conn
+        finally:
+            if _sound(conn):
+                pool.idle.append(conn)
+            else:  # closed at once, without waiting: a cancelled request must not wait on the server
+                pool.open -= 1
+                conn.pgconn.finish()
+
     async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
         """The statement's rows, or None when they cannot be had now (then read them on a thread)."""
-        pool = self._loops.setdefault(asyncio.get_running_loop(), _Connections())
         query = named(self.dialect, statement, frozenset(binds))
         found = None
-        conn = None
         try:
-            conn = await self._connection(pool)
-            if conn is not None:
-                async with asyncio.timeout(READ_SECONDS):
-                    cursor = await conn.execute(query.sql, {**query.fixed, **binds}, prepare=True)
-                    found = await cursor.fetchall()
+            async with self.connection() as conn:
+                if conn is not None:
+                    async with asyncio.timeout(READ_SECONDS):
+                        cursor = await conn.execute(query.sql, query.named(binds), prepare=True)
+                        found = await cursor.fetchall()
         except (psycopg.Error, OSError, TimeoutError):
-            if conn is not None:  # in an unknown state: never reused
-                await _close_quietly(conn)
-                conn = None
-                pool.open -= 1
-        except BaseException:  # cancelled mid-read (the client went away): closed at once, without waiting
-            if conn is not None:
-                conn.pgconn.finish()
-                conn = None
-                pool.open -= 1
-            raise
-        finally:
-            if conn is not None:
-                pool.idle.append(conn)
+            pass
         if found is None:
             self.declined += 1
         return found
@@ -246,6 +265,11 @@ class PgLoopReader:
     def close(self) -> None:
         """Forgets the connections (they close with their event loop, or when the process ends)."""
         self._loops.clear()
+
+
+def _sound(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Open, and outside any transaction or statement: fit for the next caller."""
+    return not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
 async def _close_quietly(conn: psycopg.AsyncConnection[Any]) -> None:

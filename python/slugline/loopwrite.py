@@ -1,4 +1,5 @@
-"""Small link writes made on the event loop, with no thread hop: `LoopWriter`, on SQLite.
+"""Small link writes made on the event loop, with no thread hop: `LoopWriter` on SQLite, `PgLoopWriter` on
+PostgreSQL.
 
 A link's create is three short statements and a commit (the row, the account's version bump, the change-feed row):
 ~100 µs of SQLite work in WAL mode, where a commit does not sync the disk. Made on a worker thread, the same create
@@ -14,40 +15,63 @@ for. So a create tries this first, and takes the thread path whenever this canno
 - A write that fails is rolled back whole. A constraint it breaks (a taken slug) raises `Taken`; any other error
   (a full disk, a read-only file) declines it, and the thread path makes it again or gives the 503.
 
-Statements are the services' own SQLAlchemy Core statements, compiled by the engine's dialect (`loopread.plain`),
-with the column types' conversions, so both paths write the same values.
+On PostgreSQL the write's statements are awaited on one of the loop reader's psycopg async connections, in one
+transaction (see `PgLoopWriter`): the loop serves other requests meanwhile.
+
+A write is a coroutine function given a `Run` (one statement, its rows). The services write each transaction once,
+for every path: here it is awaited; on a thread, and on SQLite's connection (which never waits), `drive` runs it to
+its end at once. Statements are the services' own SQLAlchemy Core statements, compiled by the engine's dialect
+(`loopread.plain` and `named`), with the column types' conversions, so every path writes the same values.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import psycopg
 from sqlalchemy import Dialect, Executable
 from sqlalchemy.orm import Session
 
-from slugline.loopread import plain
+from slugline.loopread import READ_SECONDS, PgLoopReader, named, plain
 
 T = TypeVar("T")
 # Runs one statement in the write's transaction: its rows (none for a statement without RETURNING).
-Run = Callable[[Executable, dict[str, Any]], Sequence[Any]]
+Run = Callable[[Executable, dict[str, Any]], Awaitable[Sequence[Any]]]
+Work = Callable[[Run], Coroutine[Any, Any, T]]
 CHECKPOINT_EVERY = 500  # commits between checkpoints of the log (SQLite's own default is every 1,000 pages)
 
 
 def session_run(session: Session) -> Run:
-    """A `Run` on the session's connection, in its transaction (the thread path's)."""
+    """A `Run` on the session's connection, in its transaction (the thread path's): it never waits."""
     conn = session.connection()
 
-    def run(statement: Executable, binds: dict[str, Any]) -> Sequence[Any]:
+    async def run(statement: Executable, binds: dict[str, Any]) -> Sequence[Any]:
         result = conn.execute(statement, binds)
         return result.all() if result.returns_rows else ()
 
     return run
+
+
+def drive(write: Coroutine[Any, Any, T]) -> T:
+    """Runs a write whose statements never wait (a session's, SQLite's) to its end, with no event loop."""
+    try:
+        write.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    write.close()
+    raise RuntimeError("a write waited where nothing may wait")
+
+
+class CommitUnknown(Exception):
+    """The connection failed while its COMMIT was under way: the write may have been made. Answered like a store
+    that is away (503), never made again on another path."""
 
 
 class Taken(Exception):
@@ -75,13 +99,13 @@ class LoopWriter:
             self._conn = conn
         return self._conn
 
-    def _run(self, statement: Executable, binds: dict[str, Any]) -> list[Any]:
+    async def _run(self, statement: Executable, binds: dict[str, Any]) -> list[Any]:
         query = plain(self.dialect, statement, frozenset(binds))
         assert self._conn is not None
         found = self._conn.execute(query.sql, query.params(binds)).fetchall()
         return [query.row(row) for row in found] if query.results else found
 
-    def write(self, work: Callable[[Run], T]) -> T | None:
+    async def write(self, work: Work[T]) -> T | None:
         """`work(run)` in one transaction, committed: its result; None when the write cannot be made at once (then
         make it on a thread). `Taken` when a constraint refused it."""
         if not self._writer.acquire(blocking=False):
@@ -91,7 +115,7 @@ class LoopWriter:
             conn = self._connection()
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                done = work(self._run)
+                done = drive(work(self._run))
                 conn.execute("COMMIT")
             except sqlite3.IntegrityError as exc:
                 raise Taken(str(exc)) from exc
@@ -133,3 +157,39 @@ class LoopWriter:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+class PgLoopWriter:
+    """The same writes on PostgreSQL, awaited on the loop reader's connections (`PgLoopReader`): at most its
+    `size` per worker and event loop, never queued for. With none idle, or an error or a `READ_SECONDS` wait before
+    the COMMIT, the transaction is rolled back and the write declined (the thread path makes it). A failure during
+    the COMMIT raises `CommitUnknown`: the write may have been made, so it is not made again."""
+
+    def __init__(self, reader: PgLoopReader) -> None:
+        self.reader = reader
+        self.declined = 0
+
+    async def write(self, work: Work[T]) -> T | None:
+        committing = False
+        try:
+            async with self.reader.connection() as conn:
+                if conn is None:
+                    self.declined += 1
+                    return None
+                run = functools.partial(self._run, conn)
+                async with asyncio.timeout(READ_SECONDS), conn.transaction():
+                    done = await work(run)
+                    committing = True  # the block's end sends the COMMIT
+                return done
+        except psycopg.IntegrityError as exc:
+            raise Taken(str(exc)) from exc
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            if committing:
+                raise CommitUnknown(str(exc)) from exc
+            self.declined += 1
+            return None
+
+    async def _run(self, conn: psycopg.AsyncConnection[Any], statement: Executable, binds: dict[str, Any]) -> list[Any]:
+        query = named(self.reader.dialect, statement, frozenset(binds))
+        cursor = await conn.execute(query.sql, query.named(binds), prepare=True)
+        return await cursor.fetchall() if cursor.description is not None else []

@@ -25,11 +25,11 @@ _PRUNE = delete(_CHANGES).where(
 )
 
 
-def record(run: Run, account_id: int, version: int, link_id: str) -> None:
+async def record(run: Run, account_id: int, version: int, link_id: str) -> None:
     """Note that `link_id` changed (saved or deleted) at `version`, in the transaction that bumped it."""
-    run(_RECORD, {"account_id": account_id, "version": version, "link_id": link_id})
+    await run(_RECORD, {"account_id": account_id, "version": version, "link_id": link_id})
     if version % PRUNE_EVERY == 0:
-        run(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
+        await run(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
 
 
 def changed_since(

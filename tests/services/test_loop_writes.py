@@ -1,6 +1,7 @@
-"""On SQLite, a link's create is made on the event loop when the write lock and the file are free
-(`slugline.loopwrite`); otherwise on a thread. Both paths must store exactly the same row, and the loop path must
-decline, never wait, when another writer holds the lock or the file, and leave nothing behind when it fails."""
+"""A link's create and update are made on the event loop when they can be at once (`slugline.loopwrite`): on SQLite
+when the write lock and the file are free, on PostgreSQL when one of the loop's connections is idle; otherwise on a
+thread. Both paths must store exactly the same row, and the loop path must decline, never wait, when another writer
+holds the lock or the file, and leave nothing behind when it fails."""
 
 from __future__ import annotations
 
@@ -8,22 +9,27 @@ import asyncio
 import sqlite3
 import threading
 import time
-from typing import Any
+from collections.abc import Coroutine, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
+import psycopg
 import pytest
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
 from slugline import _core, loopwrite
 from slugline.caller import Caller
+from slugline.db import unavailable
 from slugline.errors import Conflict, Invalid, NotFound
-from slugline.loopwrite import LoopWriter
+from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run
 from slugline.runtime import Runtime
 from slugline.services import links
-from tests.helpers import SQLITE_ONLY, Account
+from tests.helpers import POSTGRES_URL, SQLITE_ONLY, Account
 
-pytestmark = SQLITE_ONLY
-
+T = TypeVar("T")
+POSTGRES_ONLY = pytest.mark.parametrize(
+    "database_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 BODIES: list[dict[str, Any]] = [
     {"destination_url": "https://example.com/", "title": "Ünïcode — “quotes” \\ back\nslash", "note": "n"},
     {"destination_url": "https://example.com/a?q=1&r=%20#frag", "hashtags": ["émoji😀", "a"], "description": ""},
@@ -31,6 +37,18 @@ BODIES: list[dict[str, Any]] = [
     {"destination_url": "https://example.com/c", "visibility": "unlisted", "slug": "my-own-slug"},
 ]
 VARYING = {"id", "slug", "short_url", "created_at", "updated_at"}
+
+
+class Now(Protocol):
+    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T: ...
+
+
+@pytest.fixture
+def now(runtime: Runtime) -> Iterator[Now]:
+    """Runs the loop path's coroutines on one event loop (PostgreSQL's connections belong to it)."""
+    with asyncio.Runner() as runner:
+        yield runner.run
+        runner.run(runtime.db.close_loop())
 
 
 @pytest.fixture
@@ -42,8 +60,8 @@ def caller(runtime: Runtime, alice: Account) -> Caller:
 
 
 @pytest.fixture
-def writer(runtime: Runtime) -> LoopWriter:
-    assert runtime.db.write_now is not None, "a SQLite file gets a loop writer"
+def writer(runtime: Runtime) -> LoopWriter | PgLoopWriter:
+    assert runtime.db.write_now is not None, "a SQLite file and PostgreSQL get a loop writer"
     return runtime.db.write_now
 
 
@@ -63,80 +81,109 @@ def _count(runtime: Runtime) -> int:
         return int(conn.execute(text("SELECT count(*) FROM links")).scalar_one())
 
 
+def _same(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    return {k: v for k, v in one.items() if k not in VARYING} == {k: v for k, v in other.items() if k not in VARYING}
+
+
+def _make(runtime: Runtime, caller: Caller, now: Now, body: dict[str, Any]) -> dict[str, Any] | None:
+    return now(links.create_link_now(runtime, caller, links.check_create(caller, body)))
+
+
 def test_both_paths_store_the_same_link(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account
+    runtime: Runtime,
+    caller: Caller,
+    writer: LoopWriter | PgLoopWriter,
+    client: TestClient,
+    alice: Account,
+    now: Now,
 ) -> None:
     for body in BODIES:
-        checked = links.check_create(caller, body)
-        on_loop = links.create_link_now(runtime, caller, checked)
-        assert on_loop is not None, "the loop path declined a create with the lock and the file free"
+        on_loop = _make(runtime, caller, now, body)
+        assert on_loop is not None, "the loop path declined a create it could make at once"
+        loop_row = _stored(runtime, on_loop["id"])
         if "slug" in body:
             client.delete(f"/api/v1/links/{on_loop['id']}", headers=alice.auth())
         on_thread = links.create_link(runtime, caller, body)
-        assert {k: v for k, v in on_loop.items() if k not in VARYING} == {
-            k: v for k, v in on_thread.items() if k not in VARYING
-        }
-        got = client.get(f"/api/v1/links/{on_thread['id']}", headers=alice.auth()).json()
-        assert got == on_thread
+        assert _same(on_loop, on_thread)
+        assert client.get(f"/api/v1/links/{on_thread['id']}", headers=alice.auth()).json() == on_thread
+        thread_row = _stored(runtime, on_thread["id"])
+        assert _same(loop_row, thread_row)
+        # Timestamps stored in the same form (SQLite keeps text, as SQLAlchemy writes it).
+        assert type(loop_row["created_at"]) is type(thread_row["created_at"])
+        if isinstance(loop_row["created_at"], str):
+            assert len(loop_row["created_at"]) == len(thread_row["created_at"])
         if "slug" not in body:
             assert client.get(f"/api/v1/links/{on_loop['id']}", headers=alice.auth()).json() == on_loop
-            loop_row, thread_row = _stored(runtime, on_loop["id"]), _stored(runtime, on_thread["id"])
-            assert {k: v for k, v in loop_row.items() if k not in VARYING} == {
-                k: v for k, v in thread_row.items() if k not in VARYING
-            }
-            # Timestamps stored in the same text form, as SQLAlchemy writes them.
-            assert len(loop_row["created_at"]) == len(thread_row["created_at"])
     assert writer.declined == 0
     # Each write moved the account's version once and left its change-feed row: other workers' indexes follow.
     with runtime.db.engine.connect() as conn:
-        feed = conn.execute(text("SELECT version, link_id FROM link_changes ORDER BY version")).all()
-    assert [version for version, _ in feed] == list(range(1, _version(runtime) + 1))
+        feed = conn.execute(text("SELECT version FROM link_changes ORDER BY version")).scalars().all()
+    assert feed == list(range(1, _version(runtime) + 1))
 
 
 def test_the_search_index_learns_of_a_loop_create(
-    runtime: Runtime, caller: Caller, client: TestClient, alice: Account
+    runtime: Runtime, caller: Caller, client: TestClient, alice: Account, now: Now
 ) -> None:
     assert client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"] == []
     builds = runtime.search.builds
-    made = links.create_link_now(
-        runtime, caller, links.check_create(caller, {"destination_url": "https://z.test/", "title": "zebra"})
-    )
+    made = _make(runtime, caller, now, {"destination_url": "https://z.test/", "title": "zebra"})
     assert made is not None
     found = client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"]
     assert [link["id"] for link in found] == [made["id"]]
     assert runtime.search.builds == builds  # updated in place, not rebuilt
 
 
-def test_a_taken_slug_is_refused_and_nothing_is_written(runtime: Runtime, caller: Caller) -> None:
+def test_a_taken_slug_is_refused_and_nothing_is_written(runtime: Runtime, caller: Caller, now: Now) -> None:
     links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-one"})
     count, version = _count(runtime), _version(runtime)
     with pytest.raises(Conflict, match="taken-one"):
-        links.create_link_now(
-            runtime, caller, links.check_create(caller, {"destination_url": "https://e.test/", "slug": "taken-one"})
-        )
+        _make(runtime, caller, now, {"destination_url": "https://e.test/", "slug": "taken-one"})
     assert (_count(runtime), _version(runtime)) == (count, version)
+    assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None  # the connection is fine
 
 
 def test_a_generated_slug_that_is_taken_is_drawn_again(
-    runtime: Runtime, caller: Caller, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, caller: Caller, monkeypatch: pytest.MonkeyPatch, now: Now
 ) -> None:
     links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "clash01"})
     drawn = iter(["clash01", "fresh01"])
     monkeypatch.setattr(_core, "generate_slug", lambda: next(drawn))
-    made = links.create_link_now(runtime, caller, links.check_create(caller, {"destination_url": "https://e.test/"}))
+    made = _make(runtime, caller, now, {"destination_url": "https://e.test/"})
     assert made is not None and made["slug"] == "fresh01"
     assert _count(runtime) == 2
 
 
+def test_a_write_that_fails_half_way_leaves_nothing(
+    runtime: Runtime, caller: Caller, writer: LoopWriter | PgLoopWriter, now: Now
+) -> None:
+    link = links.create_link(runtime, caller, {"destination_url": "https://example.com/"})
+    version = _version(runtime)
+
+    async def half(run: Run) -> None:
+        await run(links._BUMP, {"account": caller.account_id})
+        raise RuntimeError("half way")
+
+    async def bump(run: Run) -> Sequence[Any]:
+        return await run(links._BUMP, {"account": caller.account_id})
+
+    with pytest.raises(RuntimeError, match="half way"):
+        now(writer.write(half))
+    assert _version(runtime) == version
+    assert now(writer.write(bump)) is not None
+    assert _version(runtime) == version + 1
+    assert _stored(runtime, link["id"])["clicks"] == 0
+
+
+@SQLITE_ONLY
 def test_a_held_write_lock_sends_the_create_to_a_thread(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account
+    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account, now: Now
 ) -> None:
     lock = runtime.db._writer
     assert isinstance(lock, type(threading.Lock()))
     body = {"destination_url": "https://example.com/", "title": "queued"}
     with lock:  # a thread of this worker is writing
         started = time.monotonic()
-        assert links.create_link_now(runtime, caller, links.check_create(caller, body)) is None
+        assert _make(runtime, caller, now, body) is None
         assert time.monotonic() - started < 0.1
     assert writer.declined == 1
     assert _count(runtime) == 0
@@ -144,43 +191,29 @@ def test_a_held_write_lock_sends_the_create_to_a_thread(
     assert res.status_code == 201
 
 
+@SQLITE_ONLY
 def test_a_file_locked_by_another_process_is_declined_at_once(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, tmp_path: Any
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now
 ) -> None:
     path = runtime.settings.sqlite_path()
     assert path is not None
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another worker's write transaction
+    body = {"destination_url": "https://example.com/"}
     try:
         started = time.monotonic()
-        body = links.check_create(caller, {"destination_url": "https://example.com/"})
-        assert links.create_link_now(runtime, caller, body) is None
+        assert _make(runtime, caller, now, body) is None
         assert time.monotonic() - started < 0.1
     finally:
         holder.execute("ROLLBACK")
         holder.close()
     assert writer.declined == 1
-    assert links.create_link_now(runtime, caller, body) is not None  # and the lock was given back
+    assert _make(runtime, caller, now, body) is not None  # and the lock was given back
 
 
-def test_a_write_that_fails_half_way_leaves_nothing(runtime: Runtime, caller: Caller, writer: LoopWriter) -> None:
-    link = links.create_link(runtime, caller, {"destination_url": "https://example.com/"})
-    version = _version(runtime)
-
-    def half(run: loopwrite.Run) -> None:
-        run(links._BUMP, {"account": caller.account_id})
-        raise RuntimeError("half way")
-
-    with pytest.raises(RuntimeError, match="half way"):
-        writer.write(half)
-    assert _version(runtime) == version
-    assert writer.write(lambda run: run(links._BUMP, {"account": caller.account_id})) is not None
-    assert _version(runtime) == version + 1
-    assert _stored(runtime, link["id"])["clicks"] == 0
-
-
+@SQLITE_ONLY
 def test_the_log_is_checkpointed_on_a_thread(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, caller: Caller, writer: LoopWriter, monkeypatch: pytest.MonkeyPatch, now: Now
 ) -> None:
     monkeypatch.setattr(loopwrite, "CHECKPOINT_EVERY", 3)
     ran_on: list[int] = []
@@ -193,15 +226,48 @@ def test_the_log_is_checkpointed_on_a_thread(
         done.set()
 
     monkeypatch.setattr(writer, "_checkpoint", watched)
-
-    async def creates() -> None:
-        for _ in range(3):
-            assert links.create_link_now(runtime, caller, links.check_create(caller, {"destination_url": "https://e/"}))
-        assert await asyncio.to_thread(done.wait, 5)
-
-    asyncio.run(creates())
+    for _ in range(3):
+        assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None
+    assert done.wait(5)
     assert len(ran_on) == 1 and ran_on[0] != threading.get_ident()  # not on the loop
     assert writer.checkpointed > 0  # frames of the log copied into the file
+
+
+@POSTGRES_ONLY
+def test_with_no_idle_connection_the_create_goes_to_a_thread(
+    runtime: Runtime, caller: Caller, writer: PgLoopWriter, now: Now
+) -> None:
+    writer.reader.size = 0
+    assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is None
+    assert writer.declined == 1 and _count(runtime) == 0
+
+
+@POSTGRES_ONLY
+def test_a_connection_lost_before_the_commit_declines_and_during_it_is_a_503(
+    runtime: Runtime, caller: Caller, writer: PgLoopWriter, now: Now
+) -> None:
+    version = _version(runtime)
+
+    async def cut(run: Run) -> None:
+        (pid,) = (await run(text("SELECT pg_backend_pid()"), {}))[0]
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        await run(links._BUMP, {"account": caller.account_id})  # fails: before the COMMIT
+
+    assert now(writer.write(cut)) is None
+    assert writer.declined == 1
+
+    async def cut_last(run: Run) -> None:
+        await run(links._BUMP, {"account": caller.account_id})
+        (pid,) = (await run(text("SELECT pg_backend_pid()"), {}))[0]
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))  # the COMMIT is what fails
+
+    with pytest.raises(CommitUnknown) as lost:
+        now(writer.write(cut_last))
+    assert unavailable(lost.value)  # answered 503, and not made again on a thread
+    assert _version(runtime) == version  # (here the server never saw the COMMIT)
+    assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None  # a new connection
 
 
 CHANGES: list[dict[str, Any]] = [
@@ -213,26 +279,28 @@ CHANGES: list[dict[str, Any]] = [
 
 
 def test_both_paths_make_the_same_update(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account
+    runtime: Runtime,
+    caller: Caller,
+    writer: LoopWriter | PgLoopWriter,
+    client: TestClient,
+    alice: Account,
+    now: Now,
 ) -> None:
     for change in CHANGES:
         pair = [links.create_link(runtime, caller, BODIES[1]) for _ in range(2)]
-        on_loop = links.update_link_now(runtime, caller, pair[0]["id"], change)
-        assert on_loop is not None, "the loop path declined an update with the lock and the file free"
+        on_loop = now(links.update_link_now(runtime, caller, pair[0]["id"], change))
+        assert on_loop is not None, "the loop path declined an update it could make at once"
         on_thread = links.update_link(runtime, caller, pair[1]["id"], change)
-        assert {k: v for k, v in on_loop.items() if k not in VARYING} == {
-            k: v for k, v in on_thread.items() if k not in VARYING
-        }
+        assert _same(on_loop, on_thread)
         assert on_loop["created_at"] == pair[0]["created_at"] and on_loop["updated_at"] >= pair[0]["updated_at"]
         assert client.get(f"/api/v1/links/{on_loop['id']}", headers=alice.auth()).json() == on_loop
-        loop_row, thread_row = _stored(runtime, on_loop["id"]), _stored(runtime, on_thread["id"])
-        assert {k: v for k, v in loop_row.items() if k not in VARYING} == {
-            k: v for k, v in thread_row.items() if k not in VARYING
-        }
+        assert _same(_stored(runtime, on_loop["id"]), _stored(runtime, on_thread["id"]))
     assert writer.declined == 0
 
 
-def test_a_loop_update_refuses_what_the_thread_refuses_and_writes_nothing(runtime: Runtime, caller: Caller) -> None:
+def test_a_loop_update_refuses_what_the_thread_refuses_and_writes_nothing(
+    runtime: Runtime, caller: Caller, now: Now
+) -> None:
     link = links.create_link(runtime, caller, BODIES[0])
     links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-two"})
     version, stored = _version(runtime), _stored(runtime, link["id"])
@@ -245,31 +313,31 @@ def test_a_loop_update_refuses_what_the_thread_refuses_and_writes_nothing(runtim
     ]
     for link_id, change, error in refused:
         with pytest.raises(error) as on_loop:
-            links.update_link_now(runtime, caller, link_id, change)
+            now(links.update_link_now(runtime, caller, link_id, change))
         with pytest.raises(error) as on_thread:
             links.update_link(runtime, caller, link_id, change)
         assert str(on_loop.value) == str(on_thread.value)
     assert (_version(runtime), _stored(runtime, link["id"])) == (version, stored)
 
 
-def test_a_new_password_is_set_on_a_thread(runtime: Runtime, caller: Caller) -> None:
+def test_a_new_password_is_set_on_a_thread(runtime: Runtime, caller: Caller, now: Now) -> None:
     link = links.create_link(runtime, caller, BODIES[0])
     change = {"visibility": "password", "password": "correct horse"}
-    assert links.update_link_now(runtime, caller, link["id"], change) is None  # hashing is never done on the loop
+    assert now(links.update_link_now(runtime, caller, link["id"], change)) is None  # never hashed on the loop
     assert links.update_link(runtime, caller, link["id"], change)["visibility"] == "password"
-    assert _stored(runtime, link["id"])["password_hash"]
+    hashed = _stored(runtime, link["id"])["password_hash"]
     # A later change that keeps the password needs no hashing: made on the loop, the hash kept.
-    kept = links.update_link_now(runtime, caller, link["id"], {"title": "still locked"})
+    kept = now(links.update_link_now(runtime, caller, link["id"], {"title": "still locked"}))
     assert kept is not None and kept["visibility"] == "password"
-    assert _stored(runtime, link["id"])["password_hash"]
+    assert _stored(runtime, link["id"])["password_hash"] == hashed
 
 
 def test_the_search_index_learns_of_a_loop_update(
-    runtime: Runtime, caller: Caller, client: TestClient, alice: Account
+    runtime: Runtime, caller: Caller, client: TestClient, alice: Account, now: Now
 ) -> None:
     link = links.create_link(runtime, caller, {"destination_url": "https://z.test/", "title": "zebra"})
     assert len(client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"]) == 1
-    assert links.update_link_now(runtime, caller, link["id"], {"title": "okapi"}) is not None
+    assert now(links.update_link_now(runtime, caller, link["id"], {"title": "okapi"})) is not None
     assert client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"] == []
     found = client.get("/api/v1/links", params={"q": "okapi"}, headers=alice.auth()).json()["data"]
     assert [hit["id"] for hit in found] == [link["id"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, cast
 
@@ -18,7 +18,7 @@ from slugline._core import SearchIndex
 from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound
-from slugline.loopwrite import Run, Taken, session_run
+from slugline.loopwrite import Run, Taken, drive, session_run
 from slugline.models import Account, Link
 from slugline.runtime import Runtime
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams, non_null_fields
@@ -126,10 +126,10 @@ _WHOLE_PUBLIC = _WHOLE.where(_LINKS.c.visibility.in_(PUBLIC_LEVELS))
 _UPDATE = update(_LINKS).where(_LINKS.c.id == bindparam("link"))
 
 
-def _bump(run: Run, account_id: int, link_id: str) -> int:
+async def _bump(run: Run, account_id: int, link_id: str) -> int:
     """The account's next links version, with the change-feed row other workers read, in this transaction."""
-    version = int(run(_BUMP, {"account": account_id})[0][0])
-    searchfeed.record(run, account_id, version, link_id)
+    version = int((await run(_BUMP, {"account": account_id}))[0][0])
+    await searchfeed.record(run, account_id, version, link_id)
     return version
 
 
@@ -151,10 +151,14 @@ def create_link(
     `checked`: `data` as `check_create` already gave it (not checked twice)."""
     body = checked or check_create(caller, data)
     password_hash = _core.hash_password(body.password) if body.password else None
-    return _create(rt, caller, body, fetched, password_hash, functools.partial(_insert, rt))
+
+    async def insert(link: Link) -> int | None:
+        return _insert(rt, link)
+
+    return drive(_create(rt, caller, body, fetched, password_hash, insert))
 
 
-def create_link_now(
+async def create_link_now(
     rt: Runtime, caller: Caller, body: LinkCreate, fetched: dict[str, str] | None = None
 ) -> dict[str, Any] | None:
     """`create_link` made on the event loop when it can be (see `slugline.loopwrite`); None: call `create_link`.
@@ -163,9 +167,9 @@ def create_link_now(
     if writer is None or body.password:
         return None
 
-    def insert(link: Link) -> int | None:
+    async def insert(link: Link) -> int | None:
         try:
-            version = writer.write(functools.partial(_write_new, link))
+            version = await writer.write(functools.partial(_write_new, link))
         except Taken:
             return None
         if version is None:
@@ -173,7 +177,7 @@ def create_link_now(
         return version
 
     try:
-        return _create(rt, caller, body, fetched, None, insert, wait=False)
+        return await _create(rt, caller, body, fetched, None, insert, wait=False)
     except _Declined:
         return None
 
@@ -182,13 +186,13 @@ class _Declined(Exception):
     """The loop writer could not make the write at once (nothing was written)."""
 
 
-def _create(
+async def _create(
     rt: Runtime,
     caller: Caller,
     body: LinkCreate,
     fetched: dict[str, str] | None,
     password_hash: str | None,
-    insert: Callable[[Link], int | None],
+    insert: Callable[[Link], Awaitable[int | None]],
     wait: bool = True,
 ) -> dict[str, Any]:
     """Makes the link with `insert` (the account's new links version, or None when the slug is taken), drawing a
@@ -210,7 +214,7 @@ def _create(
         )
         if body.slug is None:
             link.slug = _core.generate_slug()
-        version = insert(link)
+        version = await insert(link)
         if version is not None:
             events.link_saved(rt, caller.account_id, version, link, None, wait=wait)
             return link_dict(link, caller.base_url)
@@ -223,14 +227,14 @@ def _insert(rt: Runtime, link: Link) -> int | None:
     """The account's new links version, or None when the slug is taken."""
     try:
         with rt.db.writing() as session:
-            return _write_new(link, session_run(session))
+            return drive(_write_new(link, session_run(session)))
     except IntegrityError:
         return None
 
 
-def _write_new(link: Link, run: Run) -> int:
-    run(_INSERT, {name: getattr(link, name) for name in COLUMNS})
-    return _bump(run, link.account_id, link.id)
+async def _write_new(link: Link, run: Run) -> int:
+    await run(_INSERT, {name: getattr(link, name) for name in COLUMNS})
+    return await _bump(run, link.account_id, link.id)
 
 
 @functools.lru_cache(maxsize=64)
@@ -403,21 +407,21 @@ def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[st
         raise NotFound(NOT_FOUND)
     try:
         with rt.db.writing() as session:
-            link, old_slug, version = _change(caller, link_id, data, session_run(session))
+            link, old_slug, version = drive(_change(caller, link_id, data, session_run(session)))
     except IntegrityError:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     events.link_saved(rt, caller.account_id, version, link, old_slug)
     return link_dict(link, caller.base_url)
 
 
-def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any] | None:
+async def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any] | None:
     """`update_link` made on the event loop when it can be (see `slugline.loopwrite`); None: call `update_link`.
     A new password is always set on a thread: hashing it takes milliseconds of CPU."""
     writer = rt.db.write_now
     if writer is None or not LINK_ID.fullmatch(link_id) or (isinstance(data, dict) and data.get("password")):
         return None
     try:
-        changed = writer.write(functools.partial(_change, caller, link_id, data))
+        changed = await writer.write(functools.partial(_change, caller, link_id, data))
     except Taken:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     if changed is None:
@@ -427,10 +431,10 @@ def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dic
     return link_dict(link, caller.base_url)
 
 
-def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[Link, str, int]:
+async def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[Link, str, int]:
     """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
     the tables, no ORM bookkeeping: `link` is never added to a session."""
-    found = run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id))
+    found = await run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id))
     if not found:
         raise NotFound(NOT_FOUND)
     link = Link(**dict(zip(COLUMNS, found[0], strict=True)))
@@ -448,8 +452,8 @@ def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[Link, st
         setattr(link, name, [] if name == "hashtags" and value is None else value)
     link.updated_at = utcnow()
     changes = {name: getattr(link, name) for name in CHANGEABLE}
-    run(_UPDATE, {"link": link_id, "updated_at": link.updated_at, **changes})
-    return link, old_slug, _bump(run, caller.account_id, link.id)
+    await run(_UPDATE, {"link": link_id, "updated_at": link.updated_at, **changes})
+    return link, old_slug, await _bump(run, caller.account_id, link.id)
 
 
 def _apply_password(link: Link, body: LinkUpdate, sent: set[str]) -> None:
@@ -471,6 +475,6 @@ def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
         slug = link.slug
         session.delete(link)
         session.flush()
-        version = _bump(session_run(session), caller.account_id, link_id)
+        version = drive(_bump(session_run(session), caller.account_id, link_id))
     events.link_deleted(rt, caller.account_id, version, link_id, slug)
     return {"deleted": True, "id": link_id}

@@ -33,7 +33,7 @@ async def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     if body.auto_meta and not (body.title and body.description):
         async with limits.fetching(rt, caller.account_id):
             filled = await _metadata(rt, body.destination_url)
-    made = links.create_link_now(rt, caller, body, filled)
+    made = await links.create_link_now(rt, caller, body, filled)
     if made is not None:
         return made
     return await anyio.to_thread.run_sync(links.create_link, rt, caller, data, filled, body)

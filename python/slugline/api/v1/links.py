@@ -40,7 +40,7 @@ async def get_link(rt: RuntimeDep, caller: ApiCaller, link_id: str) -> JSON:
     summary="Update a link: send only the fields to change; null clears title, description, note, hashtags",
 )
 async def update_link(rt: RuntimeDep, caller: ApiCaller, link_id: str, body: JsonBody) -> JSON:
-    updated = links.update_link_now(rt, caller, link_id, body)
+    updated = await links.update_link_now(rt, caller, link_id, body)
     return JSON(
         updated if updated is not None else await run_in_threadpool(links.update_link, rt, caller, link_id, body)
     )
