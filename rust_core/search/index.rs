@@ -86,6 +86,9 @@ pub struct SearchIndex {
     pub(super) tags: Vocab,
     live_postings: usize,
     stale_postings: usize,
+    /// Heap bytes of the live docs and of `by_id`'s keys, kept as links come and go, so `memory_bytes` costs the
+    /// same whatever the index's size (it runs after every change).
+    doc_bytes: usize,
 }
 
 const LIVE: u32 = 1;
@@ -131,6 +134,7 @@ impl SearchIndex {
             link,
             postings: 0,
         };
+        self.doc_bytes += doc.memory_bytes() + id.len();
         self.index_doc(slot, doc);
         self.by_id.insert(id.to_owned(), slot);
         self.compact_if_stale();
@@ -149,12 +153,14 @@ impl SearchIndex {
     }
 
     fn remove_quietly(&mut self, id: &str) -> bool {
-        let Some(slot) = self.by_id.remove(id) else {
+        let Some((key, slot)) = self.by_id.remove_entry(id) else {
             return false;
         };
+        self.doc_bytes -= key.capacity();
         if let Some(doc) = self.slots[slot as usize].take() {
             self.live_postings -= doc.postings;
             self.stale_postings += doc.postings;
+            self.doc_bytes -= doc.memory_bytes();
         }
         let generation = (self.state[slot as usize] >> 2).wrapping_add(1) & GENERATION_MASK;
         self.state[slot as usize] = generation << 2;
@@ -216,14 +222,13 @@ impl SearchIndex {
             .is_some_and(|doc| doc.link.hashtags.iter().any(|t| normalize(t) == tag))
     }
 
-    /// Heap bytes the index holds, from capacities (what the allocator gave out, not what is in use).
+    /// Heap bytes the index holds, from capacities (what the allocator gave out, not what is in use). Costs
+    /// the same whatever the index's size: the docs' and the vocabularies' own allocations are kept as they change.
     pub fn memory_bytes(&self) -> usize {
-        let docs: usize = self.slots.iter().flatten().map(Doc::memory_bytes).sum();
         let per_slot = size_of::<Option<Doc>>() + size_of::<u32>() + size_of::<(usize, usize)>();
-        let by_id = self.by_id.capacity() * (size_of::<(String, u32)>() + 1)
-            + self.by_id.keys().map(String::capacity).sum::<usize>();
+        let by_id = self.by_id.capacity() * (size_of::<(String, u32)>() + 1);
         self.slots.capacity() * per_slot
-            + docs
+            + self.doc_bytes
             + self.id_text.capacity()
             + self.free.capacity() * size_of::<u32>()
             + by_id
@@ -263,6 +268,13 @@ impl SearchIndex {
             self.live_postings,
             self.words.postings_held() + self.tags.postings_held(),
         )
+    }
+
+    /// `doc_bytes`, counted again from every doc and key (what `memory_bytes` did on every call before).
+    #[cfg(test)]
+    fn doc_bytes_counted(&self) -> usize {
+        self.slots.iter().flatten().map(Doc::memory_bytes).sum::<usize>()
+            + self.by_id.keys().map(String::capacity).sum::<usize>()
     }
 
     /// The id of the link in `slot` (or of the last link that was there).
@@ -339,5 +351,42 @@ pub(super) mod tests {
         let mut ids: Vec<String> = ids.into_iter().map(str::to_owned).collect();
         ids.sort();
         ids
+    }
+
+    #[test]
+    fn bytes_kept_as_links_change_match_a_full_count() {
+        let mut index = SearchIndex::new();
+        let check = |index: &SearchIndex| {
+            assert_eq!(index.doc_bytes, index.doc_bytes_counted());
+            for vocab in [&index.words, &index.tags] {
+                assert_eq!(vocab.held(), vocab.held_counted());
+            }
+        };
+        // Enough churn to pass MIN_STALE_FOR_COMPACTION: the counts must survive compactions too.
+        for round in 0..30_000usize {
+            let id = format!("lnk_{:05}", round % 3_000);
+            let words = format!("w{} common shared{} ünïcode", round % 97, round % 13);
+            let tags = [format!("t{}", round % 7), "x".repeat(round % 40)];
+            let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+            if round % 5 == 4 {
+                index.remove(&id);
+            } else {
+                index.upsert(
+                    &id,
+                    link(&id, &words, &format!("https://e.test/{round}"), &tags),
+                    round % 2 == 0,
+                );
+            }
+            if round % 1_000 == 0 {
+                check(&index);
+            }
+        }
+        check(&index);
+        index.shrink_to_fit();
+        check(&index);
+        assert!(
+            index.postings().1 < 150_000,
+            "stale postings were compacted away (~280,000 were added)"
+        );
     }
 }
