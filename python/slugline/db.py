@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -77,6 +80,60 @@ def make_engine(settings: Settings) -> Engine:
     )
 
 
+class WriterLock:
+    """One writer at a time for an SQLite file, across the threads of a process and the processes (workers) that
+    share the file: a thread lock, then an OS lock (flock) on a file beside the database. Writers of every worker
+    queue on it and are handed the file the moment it is free, where SQLite's own busy handler would have them sleep
+    and try again (up to 100 ms a try): with two workers writing, that sleeping had made creates slower than with
+    one. SQLite still guards the file itself; writers that do not take this lock (the click flusher) only wait on
+    the file as before."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.with_name(path.name + "-writer")
+        self._thread = threading.Lock()
+        self._fd = -1
+        self._pid = 0
+
+    def _file(self) -> int:
+        """This process's descriptor of the lock file (a forked worker opens its own: flock locks are per open)."""
+        if self._pid != os.getpid():
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            self._pid = os.getpid()
+        return self._fd
+
+    def __enter__(self) -> None:
+        self._thread.acquire()
+        try:
+            fcntl.flock(self._file(), fcntl.LOCK_EX)
+        except BaseException:
+            self._thread.release()
+            raise
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+    def acquire_now(self) -> bool:
+        """The lock if no thread or process holds it; False at once otherwise."""
+        if not self._thread.acquire(blocking=False):
+            return False
+        try:
+            fcntl.flock(self._file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._thread.release()
+            return False
+        except BaseException:
+            self._thread.release()
+            raise
+        return True
+
+    def release(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._thread.release()
+
+    def locked(self) -> bool:
+        return self._thread.locked()
+
+
 class Database:
     """Engine plus session factory; one per process."""
 
@@ -92,14 +149,16 @@ class Database:
         self.threads = settings.db_threads or (SQLITE_THREADS if sqlite else settings.db_pool_size)
         self.threads = min(self.threads, SQLITE_POOL if sqlite else settings.db_pool_size)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-        lock = threading.Lock()
-        self._writer: AbstractContextManager[object] = lock if sqlite else nullcontext()
+        path = settings.sqlite_path() if sqlite else None
+        file = path is not None and path.name != ":memory:"
+        self._writer: AbstractContextManager[object] = threading.Lock() if sqlite else nullcontext()
         # Small reads answered on the event loop (see `slugline.loopread`): SQLite files and PostgreSQL.
         self.now: LoopReader | PgLoopReader | None = None
         # Small writes made on the event loop (see `slugline.loopwrite`): SQLite files and PostgreSQL.
         self.write_now: LoopWriter | PgLoopWriter | None = None
-        path = settings.sqlite_path() if sqlite else None
-        if path is not None and path.name != ":memory:":
+        if path is not None and file:
+            lock = WriterLock(path)
+            self._writer = lock
             self.now = LoopReader(path, self.engine.dialect)
             self.write_now = LoopWriter(path, self.engine.dialect, lock)
         elif self.engine.dialect.name == "postgresql":
@@ -115,9 +174,9 @@ class Database:
 
     @contextmanager
     def writing(self) -> Iterator[Session]:
-        """A session for a write transaction. On SQLite, one at a time per process, queued on a lock: the file takes
-        one writer anyway, and a writer that finds it taken sleeps in SQLite's busy handler (up to 100 ms a try)
-        where a lock hands over at once. Writers of other processes still wait on the file (busy_timeout)."""
+        """A session for a write transaction. On SQLite, one at a time, queued on a lock (`WriterLock` for a file,
+        shared by every worker): the file takes one writer anyway, and a writer that finds it taken sleeps in
+        SQLite's busy handler (up to 100 ms a try) where a lock hands over at once."""
         with self._writer, self.session() as session:
             yield session
 

@@ -7,9 +7,9 @@ took ~3.7 ms of the worker's time under load: the thread waits for the process's
 each statement (other threads and the loop hold it meanwhile), all while it holds the lock every other writer waits
 for. So a create tries this first, and takes the thread path whenever this cannot write at once:
 
-- Nothing here ever waits. The process's write lock is taken only if it is free, the file's with `BEGIN IMMEDIATE`
-  and a busy timeout of 0: a writer in another thread or process sends the write to the thread path, which queues
-  like any other.
+- Nothing here ever waits. The file's write lock (`db.WriterLock`, shared by every worker) is taken only if it is
+  free, and the file itself with `BEGIN IMMEDIATE` and a busy timeout of 0: a writer in another thread or process
+  sends the write to the thread path, which queues like any other.
 - Nothing here syncs the disk. The connection never checkpoints the write-ahead log itself
   (`wal_autocheckpoint=0`); every `CHECKPOINT_EVERY` commits a passive checkpoint runs on a thread instead.
 - A write that fails is rolled back whole. A constraint it breaks (a taken slug) raises `Taken`; any other error
@@ -30,16 +30,18 @@ import asyncio
 import contextlib
 import functools
 import sqlite3
-import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from sqlalchemy import Dialect, Executable
 from sqlalchemy.orm import Session
 
 from slugline.loopread import READ_SECONDS, PgLoopReader, named, plain
+
+if TYPE_CHECKING:
+    from slugline.db import WriterLock
 
 T = TypeVar("T")
 # Runs one statement in the write's transaction: its rows (none for a statement without RETURNING).
@@ -81,10 +83,10 @@ class Taken(Exception):
 class LoopWriter:
     """One read-write connection to the SQLite file, for writes that must not wait."""
 
-    def __init__(self, path: Path, dialect: Dialect, writer: threading.Lock) -> None:
+    def __init__(self, path: Path, dialect: Dialect, writer: WriterLock) -> None:
         self.path = path
         self.dialect = dialect
-        self._writer = writer  # the process's write lock (`Database.writing` queues on it)
+        self._writer = writer  # the file's write lock (`Database.writing` queues on it)
         self._conn: sqlite3.Connection | None = None
         self._commits = 0
         self._checkpointing = False
@@ -108,7 +110,7 @@ class LoopWriter:
     async def write(self, work: Work[T]) -> T | None:
         """`work(run)` in one transaction, committed: its result; None when the write cannot be made at once (then
         make it on a thread). `Taken` when a constraint refused it."""
-        if not self._writer.acquire(blocking=False):
+        if not self._writer.acquire_now():
             self.declined += 1
             return None
         try:

@@ -6,6 +6,8 @@ holds the lock or the file, and leave nothing behind when it fails."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import sqlite3
 import threading
 import time
@@ -19,7 +21,7 @@ from starlette.testclient import TestClient
 
 from slugline import _core, loopwrite
 from slugline.caller import Caller
-from slugline.db import unavailable
+from slugline.db import WriterLock, unavailable
 from slugline.errors import Conflict, Invalid, NotFound
 from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run
 from slugline.runtime import Runtime
@@ -179,7 +181,7 @@ def test_a_held_write_lock_sends_the_create_to_a_thread(
     runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account, now: Now
 ) -> None:
     lock = runtime.db._writer
-    assert isinstance(lock, type(threading.Lock()))
+    assert isinstance(lock, WriterLock)
     body = {"destination_url": "https://example.com/", "title": "queued"}
     with lock:  # a thread of this worker is writing
         started = time.monotonic()
@@ -189,6 +191,32 @@ def test_a_held_write_lock_sends_the_create_to_a_thread(
     assert _count(runtime) == 0
     res = client.post("/api/v1/links", json=body, headers=alice.auth())  # the API takes the thread path then
     assert res.status_code == 201
+
+
+@SQLITE_ONLY
+def test_a_writer_of_another_worker_is_waited_for_on_a_thread_and_never_on_the_loop(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now
+) -> None:
+    lock = runtime.db._writer
+    assert isinstance(lock, WriterLock)
+    other = os.open(lock.path, os.O_RDWR | os.O_CREAT)  # another worker's open of the lock file
+    fcntl.flock(other, fcntl.LOCK_EX)  # ... writing now
+    body = {"destination_url": "https://example.com/"}
+    made: list[dict[str, Any]] = []
+    try:
+        started = time.monotonic()
+        assert _make(runtime, caller, now, body) is None
+        assert time.monotonic() - started < 0.1 and writer.declined == 1
+        queued = threading.Thread(target=lambda: made.append(links.create_link(runtime, caller, body)))
+        queued.start()
+        queued.join(0.5)
+        assert queued.is_alive() and not made, "the thread path waits its turn"
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)  # handed over at once
+        os.close(other)
+    queued.join(5)
+    assert len(made) == 1 and _count(runtime) == 1
+    assert _make(runtime, caller, now, body) is not None
 
 
 @SQLITE_ONLY
