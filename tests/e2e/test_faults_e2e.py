@@ -31,7 +31,9 @@ CLIENTS = ExitStack()  # API clients, closed after each test
 
 
 @pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
+def _close_clients(start_server: ServerFactory) -> Iterator[None]:
+    """Closed before the servers stop (this fixture is set up after `start_server`, so torn down first): a server
+    stopping waits for its open keep-alive connections, 30 s each test had spent."""
     with CLIENTS:
         yield
 
