@@ -130,9 +130,6 @@ class WriterLock:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._thread.release()
 
-    def locked(self) -> bool:
-        return self._thread.locked()
-
 
 class Database:
     """Engine plus session factory; one per process."""

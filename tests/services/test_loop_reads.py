@@ -4,12 +4,11 @@ loop path must decline, not wait or grind, when SQLite is busy or the statement 
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -18,33 +17,16 @@ from starlette.testclient import TestClient
 from slugline import loopread
 from slugline.caller import Caller
 from slugline.errors import NotFound
-from slugline.loopread import LoopReader, PgLoopReader
+from slugline.loopread import LoopReader
 from slugline.models import Base
 from slugline.runtime import Runtime
 from slugline.schemas import ListParams, SearchParams
 from slugline.searchindex import SearchCache
 from slugline.services import links, search
 from tests.helpers import SQLITE_ONLY, Account, create
+from tests.services.conftest import Now
 
 T = TypeVar("T")
-
-
-class Now(Protocol):
-    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T: ...
-
-
-@pytest.fixture
-def now(runtime: Runtime) -> Iterator[Now]:
-    """Runs the loop path's coroutines on one event loop (PostgreSQL's connections belong to it)."""
-    with asyncio.Runner() as runner:
-        yield runner.run
-        runner.run(_closed(runtime))
-
-
-async def _closed(runtime: Runtime) -> None:
-    reader = runtime.db.now
-    if isinstance(reader, PgLoopReader):
-        await reader.aclose()
 
 
 AWKWARD: list[dict[str, Any]] = [

@@ -5,14 +5,13 @@ holds the lock or the file, and leave nothing behind when it fails."""
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Coroutine, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
@@ -27,6 +26,7 @@ from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run
 from slugline.runtime import Runtime
 from slugline.services import links
 from tests.helpers import POSTGRES_URL, SQLITE_ONLY, Account
+from tests.services.conftest import Now
 
 T = TypeVar("T")
 POSTGRES_ONLY = pytest.mark.parametrize(
@@ -39,18 +39,6 @@ BODIES: list[dict[str, Any]] = [
     {"destination_url": "https://example.com/c", "visibility": "unlisted", "slug": "my-own-slug"},
 ]
 VARYING = {"id", "slug", "short_url", "created_at", "updated_at"}
-
-
-class Now(Protocol):
-    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T: ...
-
-
-@pytest.fixture
-def now(runtime: Runtime) -> Iterator[Now]:
-    """Runs the loop path's coroutines on one event loop (PostgreSQL's connections belong to it)."""
-    with asyncio.Runner() as runner:
-        yield runner.run
-        runner.run(runtime.db.close_loop())
 
 
 @pytest.fixture
