@@ -3,6 +3,7 @@ a way for a revoked key, a logged-out session or an old plan to outlive a second
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ from slugline.caller import Caller
 from slugline.identitycache import IdentityCache
 from slugline.runtime import Runtime
 from slugline.services import accounts, callers
+from slugline.web import identity
 from tests.helpers import Account, ClientFactory
 
 BORN = datetime(2024, 1, 1, tzinfo=UTC)
@@ -148,12 +150,20 @@ def test_requests_arriving_while_a_token_is_read_share_that_one_read(
 ) -> None:
     reads = []
     resolve = callers.resolve
+    at_once = identity._at_once
+    arrived = threading.Semaphore(0)
+
+    def counted_at_once(*args: Any) -> Any:
+        arrived.release()  # each request looks here once before it waits for a read under way
+        return at_once(*args)
 
     def slow_resolve(*args: Any) -> Caller:
         reads.append(time.monotonic())
-        time.sleep(0.3)  # every other request arrives while this read is under way
+        for _ in range(16):  # the read lasts until every request has arrived, however slow the machine
+            assert arrived.acquire(timeout=10), "not every request arrived"
         return resolve(*args)
 
+    monkeypatch.setattr(identity, "_at_once", counted_at_once)
     monkeypatch.setattr(callers, "resolve", slow_resolve)
     runtime.identities = IdentityCache()  # the token's answer has run out of trust
     headers = alice.auth() if good else {"Authorization": f"Bearer {_core.generate_key('full')}"}  # well formed
