@@ -27,6 +27,9 @@ CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, l
 
 # Every test of the app runs on SQLite and on PostgreSQL; one where the store plays no part needs only one of them.
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+POSTGRES_ONLY = pytest.mark.parametrize(
+    "database_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 
 
 # The `make_client` fixture: make(**settings overrides) -> a test client running the app, and the app's runtime.

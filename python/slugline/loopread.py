@@ -24,6 +24,7 @@ read exactly the same rows.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import sqlite3
@@ -39,6 +40,7 @@ from typing import Any, cast
 import psycopg
 from sqlalchemy import Dialect, Executable, Select
 from sqlalchemy.sql.compiler import ExpandedState, SQLCompiler
+from sqlalchemy.sql.dml import ValuesBase
 from sqlalchemy.sql.elements import ClauseElement
 
 from slugline.clock import isoformat
@@ -50,6 +52,7 @@ from slugline.clock import isoformat
 TICK_STEPS = 1_000
 STEP_BUDGET = 20_000
 READ_SECONDS = 3  # a read on PostgreSQL that takes longer is given up (and the thread path takes over)
+WAIT_SECONDS = 1  # how long a read on PostgreSQL waits for one of the loop's connections before taking a thread
 STORED_LENGTH = len("2024-05-01 12:00:00.000000")
 
 
@@ -96,8 +99,10 @@ def _plain_value(value: Any) -> Any:
 
 
 def _compiled(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> tuple[SQLCompiler, ExpandedState]:
-    # `column_keys`: an INSERT or UPDATE given no values takes them from these names, as `execute` would.
-    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=dialect, column_keys=sorted(bound)))
+    # `column_keys`: an INSERT or UPDATE given no values takes them from these names, as `execute` would (given to a
+    # SELECT, they would be taken for the values of the DML in its CTEs, which name theirs).
+    keys = sorted(bound) if isinstance(statement, ValuesBase) else None
+    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=dialect, column_keys=keys))
     return compiled, compiled.construct_expanded_state(dict.fromkeys(bound))
 
 
@@ -191,39 +196,73 @@ class _Connections:
     def __init__(self) -> None:
         self.idle: list[psycopg.AsyncConnection[Any]] = []
         self.open = 0
+        # Callers waiting for a connection, first come first served: each is handed one as it is given back (or
+        # None, a slot freed by a closed connection, which the caller then opens itself).
+        self.waiting: collections.deque[asyncio.Future[psycopg.AsyncConnection[Any] | None]] = collections.deque()
+
+    def release(self, conn: psycopg.AsyncConnection[Any] | None) -> None:
+        """A connection given back (None: one closed, so its slot is free), to the first caller still waiting."""
+        while self.waiting:
+            turn = self.waiting.popleft()
+            if not turn.done():
+                turn.set_result(conn)
+                return
+        if conn is None:
+            self.open -= 1
+        else:
+            self.idle.append(conn)
 
 
 class PgLoopReader:
     """The same small reads on PostgreSQL, awaited on the event loop through psycopg's async connections: the loop
     serves other requests while the server answers, and no worker thread or pooled connection is held.
 
-    At most `size` connections per worker and event loop, opened as needed and kept. A read never queues for a
-    connection: with none idle it is declined and takes the thread path, which waits in the ordinary pool. A read
-    that fails or takes longer than `READ_SECONDS` is declined too, and its connection closed; the thread path then
-    answers, or gives the 503 a database that is away earns."""
+    At most `size` connections per worker and event loop, opened as needed and kept. With all of them busy a read
+    waits on the loop for the next one given back, for at most `WAIT_SECONDS` (a wait costs the loop nothing, where
+    the thread path would hold a thread and a pooled connection, and check the connection first); after that it is
+    declined and takes the thread path. A read that fails or takes longer than `READ_SECONDS` is declined too, and
+    its connection closed; the thread path then answers, or gives the 503 a database that is away earns."""
 
-    def __init__(self, url: str, dialect: Dialect, size: int) -> None:
+    def __init__(self, url: str, dialect: Dialect, size: int, wait: float = WAIT_SECONDS) -> None:
         self.url = url
         self.dialect = dialect
         self.size = size
+        self.wait = wait
         self.declined = 0
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Connections] = weakref.WeakKeyDictionary()
 
     async def _connection(self, pool: _Connections) -> psycopg.AsyncConnection[Any] | None:
         if pool.idle:
             return pool.idle.pop()
-        if pool.open >= self.size:
+        if pool.open < self.size:
+            pool.open += 1
+            return await self._open(pool)
+        if not pool.open or self.wait <= 0:
             return None
-        pool.open += 1
+        turn: asyncio.Future[psycopg.AsyncConnection[Any] | None] = asyncio.get_running_loop().create_future()
+        pool.waiting.append(turn)
+        try:
+            async with asyncio.timeout(self.wait):
+                conn = await turn
+        except BaseException as exc:  # the wait ran out, or the request was cancelled
+            if not turn.cancel() and not turn.cancelled():
+                pool.release(turn.result())  # handed one just as the wait ended: it goes to the next caller
+            if isinstance(exc, TimeoutError):
+                return None
+            raise
+        return conn if conn is not None else await self._open(pool)
+
+    async def _open(self, pool: _Connections) -> psycopg.AsyncConnection[Any]:
+        """A new connection in a slot already counted in `pool.open`; the slot is freed if it cannot be opened."""
         try:
             return await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=READ_SECONDS)
         except BaseException:
-            pool.open -= 1
+            pool.release(None)
             raise
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
-        """One of this event loop's connections (None: all are in use), given back afterwards if it is idle and
+        """One of this event loop's connections (None: none came in time), given back afterwards if it is idle and
         sound, closed otherwise: a statement cut off (an error, a timeout, a cancelled request) leaves it in an
         unknown state, and it is never reused."""
         pool = self._loops.setdefault(asyncio.get_running_loop(), _Connections())
@@ -235,10 +274,10 @@ class PgLoopReader:
             yield conn
         finally:
             if _sound(conn):
-                pool.idle.append(conn)
+                pool.release(conn)
             else:  # closed at once, without waiting: a cancelled request must not wait on the server
-                pool.open -= 1
                 conn.pgconn.finish()
+                pool.release(None)
 
     async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
         """The statement's rows, or None when they cannot be had now (then read them on a thread)."""

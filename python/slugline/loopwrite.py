@@ -47,6 +47,7 @@ T = TypeVar("T")
 # Runs one statement in the write's transaction: its rows (none for a statement without RETURNING).
 Run = Callable[[Executable, dict[str, Any]], Awaitable[Sequence[Any]]]
 Work = Callable[[Run], Coroutine[Any, Any, T]]
+Statement = tuple[Executable, dict[str, Any]]  # a statement and its values
 CHECKPOINT_EVERY = 500  # commits between checkpoints of the log (SQLite's own default is every 1,000 pages)
 
 
@@ -162,10 +163,10 @@ class LoopWriter:
 
 
 class PgLoopWriter:
-    """The same writes on PostgreSQL, awaited on the loop reader's connections (`PgLoopReader`): at most its
-    `size` per worker and event loop, never queued for. With none idle, or an error or a `READ_SECONDS` wait before
-    the COMMIT, the transaction is rolled back and the write declined (the thread path makes it). A failure during
-    the COMMIT raises `CommitUnknown`: the write may have been made, so it is not made again."""
+    """The same writes on PostgreSQL, awaited on the loop reader's connections (`PgLoopReader`: at most its `size`
+    per worker and event loop, waited for as a read waits). With none in time, or an error or a `READ_SECONDS` wait
+    before the COMMIT, the transaction is rolled back and the write declined (the thread path makes it). A failure
+    during the COMMIT raises `CommitUnknown`: the write may have been made, so it is not made again."""
 
     def __init__(self, reader: PgLoopReader) -> None:
         self.reader = reader
@@ -190,6 +191,82 @@ class PgLoopWriter:
                 raise CommitUnknown(str(exc)) from exc
             self.declined += 1
             return None
+
+    async def locked(
+        self, statement: Executable, binds: dict[str, Any], then: Callable[[Sequence[Any]], Statement]
+    ) -> Sequence[Any] | None:
+        """A transaction in two round trips: `BEGIN` with `statement` (a locking read), then the statement that
+        `then` makes of the rows read, with `COMMIT`. Each pair goes as one query (its values bound in the query's
+        text by psycopg); the row stays locked from the read to the commit, as on the thread path.
+
+        The second statement's rows; None when declined (no connection in time, or the read failed: nothing was
+        written). Anything `then` raises rolls the transaction back and propagates. In the second round trip, a
+        constraint raises `Taken` and any other refusal by the server declines; a lost connection or a
+        `READ_SECONDS` wait raises `CommitUnknown`."""
+        async with self.reader.connection() as conn:
+            if conn is None:
+                self.declined += 1
+                return None
+            cursor = psycopg.AsyncClientCursor(conn)
+            try:
+                async with asyncio.timeout(READ_SECONDS):
+                    await self._send(cursor, "BEGIN; ", statement, binds, "")
+                    cursor.nextset()
+                    found = await cursor.fetchall()
+            except (psycopg.Error, OSError, TimeoutError):
+                self.declined += 1
+                return None  # the connection is left in its transaction, so it is closed, never reused
+            try:
+                written, values = then(found)
+            except BaseException:
+                with contextlib.suppress(psycopg.Error, OSError, TimeoutError):
+                    async with asyncio.timeout(READ_SECONDS):
+                        await conn.execute("ROLLBACK")
+                raise
+            try:
+                async with asyncio.timeout(READ_SECONDS):
+                    await self._send(cursor, "", written, values, "; COMMIT")
+                    return await cursor.fetchall()
+            except (psycopg.Error, OSError, TimeoutError) as exc:
+                self._failed_once_sent(exc)
+                return None
+
+    async def _send(
+        self,
+        cursor: psycopg.AsyncClientCursor[Any],
+        before: str,
+        statement: Executable,
+        binds: dict[str, Any],
+        after: str,
+    ) -> None:
+        query = named(self.reader.dialect, statement, frozenset(binds))
+        await cursor.execute(before + query.sql + after, query.named(binds))
+
+    async def alone(self, statement: Executable, binds: dict[str, Any]) -> Sequence[Any] | None:
+        """One statement as its own transaction (the connections are in autocommit): one round trip, with no BEGIN
+        or COMMIT of its own; its rows, or None when no connection came in time (declined). An error the server
+        answered means nothing was written (a constraint: `Taken`; anything else declines). Once it is sent, a lost
+        connection or a `READ_SECONDS` wait leaves it unknown whether it committed: `CommitUnknown`."""
+        try:
+            async with self.reader.connection() as conn:
+                if conn is None:
+                    self.declined += 1
+                    return None
+                async with asyncio.timeout(READ_SECONDS):
+                    return await self._run(conn, statement, binds)
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            self._failed_once_sent(exc)
+            return None
+
+    def _failed_once_sent(self, exc: Exception) -> None:
+        """A failure once the write's COMMIT (or its lone statement) was sent: a constraint raises `Taken`, any other
+        refusal by the server wrote nothing (declined); a lost connection or a timeout raises `CommitUnknown`."""
+        if isinstance(exc, psycopg.IntegrityError):
+            raise Taken(str(exc)) from exc
+        if isinstance(exc, psycopg.Error) and exc.sqlstate is not None:  # the server's answer
+            self.declined += 1
+            return
+        raise CommitUnknown(str(exc)) from exc
 
     async def _run(self, conn: psycopg.AsyncConnection[Any], statement: Executable, binds: dict[str, Any]) -> list[Any]:
         query = named(self.reader.dialect, statement, frozenset(binds))

@@ -18,16 +18,21 @@ KEEP = 1000
 PRUNE_EVERY = 100
 
 
-_CHANGES = cast(Table, LinkChange.__table__)  # plain Core on the table: no ORM bookkeeping per write
-_RECORD = insert(_CHANGES)
-_PRUNE = delete(_CHANGES).where(
-    _CHANGES.c.account_id == bindparam("account"), _CHANGES.c.version <= bindparam("oldest_gone")
+CHANGES = cast(Table, LinkChange.__table__)  # plain Core on the table: no ORM bookkeeping per write
+_RECORD = insert(CHANGES)
+_PRUNE = delete(CHANGES).where(
+    CHANGES.c.account_id == bindparam("account"), CHANGES.c.version <= bindparam("oldest_gone")
 )
 
 
 async def record(run: Run, account_id: int, version: int, link_id: str) -> None:
     """Note that `link_id` changed (saved or deleted) at `version`, in the transaction that bumped it."""
     await run(_RECORD, {"account_id": account_id, "version": version, "link_id": link_id})
+    await prune(run, account_id, version)
+
+
+async def prune(run: Run, account_id: int, version: int) -> None:
+    """Rows too old to keep go, on every `PRUNE_EVERY`-th version (in its transaction, or just after it)."""
     if version % PRUNE_EVERY == 0:
         await run(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
 

@@ -88,10 +88,11 @@ class SearchCache:
             entry = self._refresh(session, account_id, version)
         return work(entry.index)
 
-    def current(self, account_id: int, version: int) -> SearchIndex | None:
-        """The account's index if it is held at `version` or later, else None (then `use` brings it there)."""
+    def held(self, account_id: int) -> tuple[int, SearchIndex] | None:
+        """The account's index as held (its version, and it), or None: answers from it are exact only if the
+        account's links version read with them is not newer (else `use` brings it up)."""
         entry = self._get(account_id)
-        return entry.index if entry is not None and entry.version >= version else None
+        return (entry.version, entry.index) if entry is not None else None
 
     def changed(
         self,

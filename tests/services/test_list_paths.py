@@ -4,13 +4,16 @@ primary key. Every path must give the same pages as a plain sort of the matching
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
+from slugline import loopread
 from slugline.runtime import Runtime
-from tests.helpers import Account, create
+from slugline.services import links
+from tests.helpers import POSTGRES_ONLY, Account, create
 
 
 def _page(client: TestClient, who: Account, key: str = "full", **params: Any) -> dict[str, Any]:
@@ -82,3 +85,18 @@ def test_the_remembered_total_follows_every_write_on_any_worker(
     assert client.delete(f"/api/v1/links/{gone}", headers=alice.auth()).status_code == 200
     assert _page(client, alice)["pagination"]["total"] == 2
     assert len(runtime.link_counts) <= 2
+
+
+@POSTGRES_ONLY
+def test_a_page_in_creation_order_walks_the_accounts_index_on_postgresql(runtime: Runtime) -> None:
+    """Not a sort of the whole account per page: with sorting turned off in the planner, the plan still has no
+    full sort (an incremental one, for ties in creation time, is fine)."""
+    for direction in ("desc", "asc"):
+        for public_only in (False, True):
+            stmt = links.page_statement("postgresql", "created_at", direction, public_only, False)
+            query = loopread.named(runtime.db.engine.dialect, stmt, frozenset({"account_id", "limit", "offset"}))
+            with runtime.db.engine.begin() as conn:
+                conn.exec_driver_sql("SET LOCAL enable_sort = off")
+                binds = query.named({"account_id": 1, "limit": 20, "offset": 0})
+                plan = "\n".join(row[0] for row in conn.exec_driver_sql("EXPLAIN " + query.sql, binds))
+            assert "Index Scan" in plan and not re.search(r"(^|->)\s*Sort  \(cost", plan, re.MULTILINE), plan

@@ -4,6 +4,7 @@ loop path must decline, not wait or grind, when SQLite is busy or the statement 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from slugline.runtime import Runtime
 from slugline.schemas import ListParams, SearchParams
 from slugline.searchindex import SearchCache
 from slugline.services import links, search
-from tests.helpers import SQLITE_ONLY, Account, create
+from tests.helpers import POSTGRES_ONLY, SQLITE_ONLY, Account, create
 from tests.services.conftest import Now
 
 T = TypeVar("T")
@@ -188,3 +189,99 @@ def test_timestamps_in_any_other_stored_form_are_still_read() -> None:
     assert loopread.iso("2024-05-01 12:00:00") == "2024-05-01T12:00:00Z"
     assert loopread.iso("2024-05-01T14:00:00.5+02:00") == "2024-05-01T12:00:00Z"
     assert loopread.iso(None) is None
+
+
+def _wait_for_a_connection(reader: loopread.PgLoopReader, hold: float, wait: float) -> tuple[Any, float, int, int]:
+    """With the reader's only connection held for `hold` seconds, a primary-key read: what it gave, how long it
+    took, and the connections open and idle afterwards."""
+
+    async def scenario() -> tuple[Any, float, int, int]:
+        async with reader.connection() as held:
+            assert held is not None
+            started = time.monotonic()
+            read = asyncio.ensure_future(reader.fetch(links._GET, {"link_id": "x" * 12, "account_id": 1}))
+            ended: list[float] = []
+            read.add_done_callback(lambda _: ended.append(time.monotonic()))
+            await asyncio.sleep(hold)
+            assert not read.done() or wait < hold, "the read did not wait for the connection"
+        found = await read
+        pool = reader._loops[asyncio.get_running_loop()]
+        return found, ended[0] - started, pool.open, len(pool.idle)
+
+    reader.size, reader.wait = 1, wait
+    with asyncio.Runner() as runner:
+        try:
+            return runner.run(scenario())
+        finally:
+            runner.run(reader.aclose())
+
+
+@POSTGRES_ONLY
+def test_with_every_connection_busy_a_read_waits_on_the_loop_for_the_next_one(runtime: Runtime) -> None:
+    reader = runtime.db.now
+    assert isinstance(reader, loopread.PgLoopReader)
+    found, took, opened, idle = _wait_for_a_connection(reader, hold=0.2, wait=5)
+    assert found == [] and reader.declined == 0  # answered on the loop, once the connection came back
+    assert 0.2 <= took < 2 and (opened, idle) == (1, 1)
+
+
+@POSTGRES_ONLY
+def test_a_read_that_waits_too_long_for_a_connection_is_declined(runtime: Runtime) -> None:
+    reader = runtime.db.now
+    assert isinstance(reader, loopread.PgLoopReader)
+    found, took, opened, idle = _wait_for_a_connection(reader, hold=0.5, wait=0.1)
+    assert found is None and reader.declined == 1  # the thread path answers it
+    assert 0.1 <= took < 0.4 and (opened, idle) == (1, 1)
+
+
+@POSTGRES_ONLY
+def test_waiting_reads_cancelled_or_handed_a_closed_connection_lose_no_slot(runtime: Runtime) -> None:
+    reader = runtime.db.now
+    assert isinstance(reader, loopread.PgLoopReader)
+    reader.size = 1
+    key = {"link_id": "x" * 12, "account_id": 1}
+
+    async def scenario() -> tuple[Any, int, int]:
+        async with reader.connection() as held:
+            assert held is not None
+            gone = asyncio.ensure_future(reader.fetch(links._GET, key))  # cancelled while it waits
+            after = asyncio.ensure_future(reader.fetch(links._GET, key))  # waits behind it
+            await asyncio.sleep(0.05)
+            gone.cancel()
+            held.pgconn.finish()  # given back closed: its slot goes to the next caller, who opens another
+        found = await after
+        pool = reader._loops[asyncio.get_running_loop()]
+        return found, pool.open, len(pool.idle)
+
+    with asyncio.Runner() as runner:
+        try:
+            assert runner.run(scenario()) == ([], 1, 1)
+        finally:
+            runner.run(reader.aclose())
+    assert reader.declined == 0
+
+
+@POSTGRES_ONLY
+def test_on_postgresql_a_page_and_its_version_are_one_statement(
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]], now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = runtime.db.now
+    assert isinstance(reader, loopread.PgLoopReader)
+    caller = next(_callers(runtime, alice))
+    fetched: list[Any] = []
+    fetch = reader.fetch
+
+    async def counted(statement: Any, binds: dict[str, Any]) -> list[Any] | None:
+        fetched.append(statement)
+        return await fetch(statement, binds)
+
+    monkeypatch.setattr(reader, "fetch", counted)
+    for data in ({"per": 4}, {"per": 4, "q": "quotes"}, {"per": 4, "q": "nothing-matches-this"}):
+        expected = links.list_links(runtime, caller, data)  # remembers the total, loads the index
+        fetched.clear()
+        assert now(links.list_links_now(runtime, caller, ListParams.model_validate(data))) == expected
+        assert len(fetched) == 1, "the version and the rows were not read in one round trip"
+    with runtime.db.engine.begin() as conn:  # another worker's change: the index is behind the version read
+        conn.execute(text("UPDATE accounts SET links_version = links_version + 1"))
+    assert now(links.list_links_now(runtime, caller, ListParams(per=4, q="quotes"))) is None
+    assert now(search.search_now(runtime, caller, SearchParams(q="quotes"))) is None

@@ -18,20 +18,17 @@ import pytest
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
-from slugline import _core, loopwrite
+from slugline import _core, loopwrite, searchfeed
 from slugline.caller import Caller
 from slugline.db import WriterLock, unavailable
 from slugline.errors import Conflict, Invalid, NotFound
 from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run
 from slugline.runtime import Runtime
 from slugline.services import links
-from tests.helpers import POSTGRES_URL, SQLITE_ONLY, Account
+from tests.helpers import POSTGRES_ONLY, POSTGRES_URL, SQLITE_ONLY, Account
 from tests.services.conftest import Now
 
 T = TypeVar("T")
-POSTGRES_ONLY = pytest.mark.parametrize(
-    "database_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
-)
 BODIES: list[dict[str, Any]] = [
     {"destination_url": "https://example.com/", "title": "Ünïcode — “quotes” \\ back\nslash", "note": "n"},
     {"destination_url": "https://example.com/a?q=1&r=%20#frag", "hashtags": ["émoji😀", "a"], "description": ""},
@@ -357,3 +354,109 @@ def test_the_search_index_learns_of_a_loop_update(
     assert client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"] == []
     found = client.get("/api/v1/links", params={"q": "okapi"}, headers=alice.auth()).json()["data"]
     assert [hit["id"] for hit in found] == [link["id"]]
+
+
+@POSTGRES_ONLY
+def test_on_postgresql_a_loop_create_is_one_statement_and_still_prunes_the_feed(
+    runtime: Runtime, caller: Caller, writer: PgLoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+    run = writer._run
+
+    async def counted(conn: psycopg.AsyncConnection[Any], statement: Any, binds: dict[str, Any]) -> list[Any]:
+        sent.append(str(statement).split()[0])
+        return await run(conn, statement, binds)
+
+    monkeypatch.setattr(writer, "_run", counted)
+    version = _version(runtime)
+    made = _make(runtime, caller, now, {"destination_url": "https://e.test/", "title": "one"})
+    assert made is not None and sent == ["WITH"]  # no BEGIN, no COMMIT: one round trip
+    assert _version(runtime) == version + 1 and _stored(runtime, made["id"])["title"] == "one"
+    with runtime.db.engine.begin() as conn:
+        feed = conn.execute(
+            text("SELECT version, link_id FROM link_changes WHERE account_id = :a"), {"a": caller.account_id}
+        ).all()
+        assert (version + 1, made["id"]) in [tuple(row) for row in feed]
+        # The next version is a pruning one: rows older than KEEP versions must go.
+        nxt = searchfeed.PRUNE_EVERY * (version // searchfeed.PRUNE_EVERY + 20)
+        conn.execute(
+            text("UPDATE accounts SET links_version = :v WHERE id = :a"), {"v": nxt - 1, "a": caller.account_id}
+        )
+    assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None
+    assert sent == ["WITH", "WITH", "DELETE"] and writer.declined == 0
+    with runtime.db.engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT min(version) FROM link_changes WHERE account_id = :a"), {"a": caller.account_id}
+        )
+        oldest = found.scalar_one()
+    assert oldest == nxt  # the rows of the first create were older than KEEP versions
+
+
+@POSTGRES_ONLY
+def test_a_lone_statement_the_server_refuses_is_declined_and_one_cut_off_is_unknown(
+    runtime: Runtime, caller: Caller, writer: PgLoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert now(writer.alone(text("SELECT 1 / 0"), {})) is None and writer.declined == 1
+    with pytest.raises(loopwrite.Taken):
+        now(writer.alone(text("INSERT INTO link_changes (account_id, version, link_id) VALUES (404, 1, 'x')"), {}))
+    monkeypatch.setattr(loopwrite, "READ_SECONDS", 0.2)
+    with pytest.raises(CommitUnknown) as lost:
+        now(writer.alone(text("SELECT pg_sleep(5)"), {}))
+    assert unavailable(lost.value) and writer.declined == 1
+    assert now(writer.alone(text("SELECT 1"), {})) == [(1,)]  # the cut-off connection was not reused
+
+
+@POSTGRES_ONLY
+@pytest.mark.parametrize(
+    ("change", "round_trips"),
+    [
+        ({"title": "kept"}, ["WITH"]),  # fields that need no stored row: one statement
+        ({"title": "kept", "visibility": "unlisted"}, ["BEGIN; SELECT", "WITH; COMMIT"]),  # read and locked first
+    ],
+)
+def test_on_postgresql_a_loop_update_takes_its_round_trips_and_waits_for_the_rows_lock(
+    runtime: Runtime,
+    caller: Caller,
+    writer: PgLoopWriter,
+    now: Now,
+    monkeypatch: pytest.MonkeyPatch,
+    change: dict[str, Any],
+    round_trips: list[str],
+) -> None:
+    link = links.create_link(runtime, caller, BODIES[0])
+    sent: list[str] = []
+    send, run = writer._send, writer._run
+
+    async def counted(cursor: Any, before: str, statement: Any, binds: dict[str, Any], after: str) -> None:
+        sent.append(f"{before}{str(statement).split()[0]}{after}")
+        await send(cursor, before, statement, binds, after)
+
+    async def counted_alone(conn: psycopg.AsyncConnection[Any], statement: Any, binds: dict[str, Any]) -> list[Any]:
+        sent.append(str(statement).split()[0])
+        return await run(conn, statement, binds)
+
+    monkeypatch.setattr(writer, "_send", counted)
+    monkeypatch.setattr(writer, "_run", counted_alone)
+    holding, release = threading.Event(), threading.Event()
+
+    def other_writer() -> None:  # another worker's update of the same link, in a transaction it holds open
+        with psycopg.connect(writer.reader.url, autocommit=True) as conn, conn.transaction():
+            conn.execute("UPDATE links SET note = 'n' WHERE id = %s", (link["id"],))
+            holding.set()
+            release.wait(5)
+
+    other = threading.Thread(target=other_writer)
+    other.start()
+    assert holding.wait(5)
+    threading.Timer(0.3, release.set).start()
+    started = time.monotonic()
+    changed = now(links.update_link_now(runtime, caller, link["id"], change))
+    other.join()
+    assert changed is not None and time.monotonic() - started >= 0.3  # it waited for the row, as a thread would
+    assert sent == round_trips and writer.declined == 0
+    stored = _stored(runtime, link["id"])
+    assert (stored["title"], stored["note"]) == ("kept", "n")  # neither change lost
+    assert changed == links.get_link(runtime, caller, link["id"])  # the answer is the row as stored
+    with pytest.raises(Invalid):  # a refusal rolls the transaction back, and the next update goes through
+        now(links.update_link_now(runtime, caller, link["id"], {"visibility": "password"}))
+    assert now(links.update_link_now(runtime, caller, link["id"], {"title": "again"})) is not None

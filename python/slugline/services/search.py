@@ -15,16 +15,18 @@ from slugline.services.validation import parse
 
 async def search_now(rt: Runtime, caller: Caller, params: SearchParams) -> dict[str, Any] | None:
     """`search_links` answered on the event loop when the account's index is held at its current version and the
-    hits can be read at once (see `slugline.loopread`). None: call `search_links`."""
-    version = await links.version_now(rt, caller.account_id)
-    index = rt.search.current(caller.account_id, version) if version is not None else None
-    if index is None:
+    hits can be read at once (see `slugline.loopread`): the hits are ranked first, then read with the version,
+    which must not be newer than the index's. None: call `search_links`."""
+    reader, held = rt.db.now, rt.search.held(caller.account_id)
+    if reader is None or held is None:
         return None
+    index_version, index = held
     total, hits = index.search(params.q, params.limit, caller.public_only)
-    rows = await links.rows_now(rt, caller, [link_id for link_id, _, _ in hits])
-    if rows is None:
+    read = links.by_ids(reader.dialect.name, caller, [link_id for link_id, _, _ in hits])
+    got = await links.versioned_now(rt, caller.account_id, read)
+    if got is None or got[0] > index_version:  # the index is behind: the thread path brings it up
         return None
-    by_id = {row[0]: row for row in rows}
+    by_id = {row[0]: row for row in got[1]}
     out = [
         {"link": links.link_json(by_id[link_id], caller.base_url), "score": round(score, 4), "highlights": marks}
         for link_id, score, marks in hits

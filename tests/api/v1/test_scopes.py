@@ -37,7 +37,8 @@ def test_hidden_links_are_404_for_a_public_key(
         client.delete(f"{LINKS}/{link_id}", headers=alice.auth("public")),
     ):
         assert res.status_code == 404 and res.json() == {"error": "link not found"}
-    assert client.get(f"{LINKS}/{link_id}", headers=alice.auth("full")).status_code == 200
+    res = client.get(f"{LINKS}/{link_id}", headers=alice.auth("full"))
+    assert res.status_code == 200 and res.json()["title"] != "x"  # the refused update changed nothing
 
 
 @pytest.mark.parametrize("level", ["private", "password"])
