@@ -6,11 +6,13 @@
 - `encode`: classification (each distinct User-Agent once), visitor hashes and roll-up (the GIL released).
 - `values` (SQLite) / `copy_text` (PostgreSQL): the rows as the database takes them.
 - `write_sqlite`: the whole write of one batch to a SQLite file (the driver releases the GIL while SQLite works).
+- `write_sqlite_spread`: the same for traffic spread over 1,000 links, 1,000 and 10,000 clicks to a write (divide
+  by the clicks of the write): the pages a commit touches grow with the links in it, not with its clicks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -100,3 +102,32 @@ def test_write_sqlite(
     _, clicks, salts = taken
     encoded = clicks.encode(salts, MAX_TEXT)
     assert benchmark(write_batch, rt.db, encoded) == BATCH
+
+
+@pytest.fixture(scope="module")
+def spread(runtime: tuple[Runtime, str]) -> list[str]:
+    rt, _ = runtime
+    with rt.db.engine.connect() as conn:
+        account_id = conn.execute(text("SELECT id FROM accounts WHERE username = 'bench'")).scalar_one()
+    caller = Caller(account_id, "bench", "pro", "full", datetime.now(UTC))
+    return [links.create_link(rt, caller, {"destination_url": f"https://example.org/{i}"})["id"] for i in range(1000)]
+
+
+@pytest.mark.parametrize("clicks", [BATCH, 10 * BATCH])
+def test_write_sqlite_spread(
+    benchmark: BenchmarkFixture, runtime: tuple[Runtime, str], spread: list[str], clicks: int
+) -> None:
+    rt, _ = runtime
+    recorder = ClickRecorder(rt)
+
+    def encoded() -> tuple[tuple[_core.EncodedClicks], dict[str, object]]:
+        for i in range(clicks):
+            recorder.queue.record(spread[i % len(spread)], AGENT, REFERRER, None, False, f"198.51.100.{i % 250}")
+        taken = recorder.queue.take(clicks)
+        batch = taken.encode(recorder._salts.get(rt.db, taken.days()), MAX_TEXT)
+        recorder.queue.release(taken)
+        return (batch,), {}
+
+    pedantic: Callable[..., int] = benchmark.pedantic  # a fresh batch for every round, made outside the timing
+    written = pedantic(lambda batch: write_batch(rt.db, batch), setup=encoded, rounds=30 * BATCH // clicks)
+    assert written == clicks

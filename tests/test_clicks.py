@@ -15,7 +15,9 @@ from starlette.testclient import TestClient
 
 from slugline import _core
 from slugline.bounds import MAX_REFERRER, MAX_SOURCE
+from slugline.clicks import buffer
 from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
+from slugline.clicks.store import write_batch
 from slugline.clock import as_utc
 from slugline.models import Click, ClickDaily
 from slugline.runtime import Runtime
@@ -117,6 +119,41 @@ def test_a_refused_batch_falls_back_to_row_by_row(
     assert stored(runtime, second) == [("later", None)]
     assert (counter(runtime, first), counter(runtime, second)) == (3, 1)  # the dropped click is not counted
     assert "dropped 1 of 4 clicks" in caplog.text
+
+
+def test_a_backlog_goes_out_in_few_large_writes_each_in_index_order(
+    client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [make_link(client, alice, f"spread-{i}") for i in range(3)]
+    sizes: list[int] = []
+
+    def counted(db: Any, encoded: _core.EncodedClicks) -> int:
+        sizes.append(len(encoded))
+        return write_batch(db, encoded)
+
+    monkeypatch.setattr(buffer, "write_batch", counted)
+
+    async def scenario() -> int:
+        recorder = ClickRecorder(runtime)
+        recorder._max = 100  # click_flush_max: a write takes up to ten times as many
+        now = time.time()
+        for i in range(2500):  # newest first, links interleaved
+            link_id, _, agent, referrer, utm, qr, ip = click(ids[i % 3])
+            recorder.record((link_id, now - i / 1000, agent, referrer, utm, qr, ip))
+        return await recorder.flush()
+
+    assert asyncio.run(scenario()) == 2500
+    assert sizes == [1000, 1000, 500]
+    with runtime.db.engine.connect() as conn:
+        rows = [
+            (link_id, as_utc(at))
+            for link_id, at in conn.execute(
+                select(Click.link_id, Click.clicked_at).where(Click.link_id.in_(ids)).order_by(Click.id)
+            )
+        ]
+    assert len(rows) == 2500
+    for start in (0, 1000, 2000):  # each write's rows went in by link, then time
+        assert rows[start : start + 1000] == sorted(rows[start : start + 1000])
 
 
 def test_an_unreachable_database_drops_nothing(

@@ -236,8 +236,8 @@ pub fn days(clicks: &[RawClick]) -> Result<Vec<i64>, ClickError> {
     Ok(days)
 }
 
-/// Classifies (each distinct user agent once), hashes visitors with the day's salt and rolls up.
-/// Sources and referrer hosts are cut to `max_text` characters (the width of their columns).
+/// Classifies (each distinct user agent once), hashes visitors with the day's salt, rolls up, and orders the
+/// rows by link id and time (`ClickBatch::sort_by_link_and_time`). Sources and referrer hosts are cut to `max_text` characters (the width of their columns).
 pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usize) -> Result<Encoded, ClickError> {
     let mut batch = ClickBatch::with_cuts(max_text, max_text);
     let mut agents: HashMap<&[u8], Agent> = HashMap::new();
@@ -261,6 +261,7 @@ pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usiz
         };
         batch.add_classified(&input, agent)?;
     }
+    batch.sort_by_link_and_time();
     let entries = batch.rollup_entries();
     let mut rollup = JsonRows::with_capacity(entries.len() * 64);
     for e in &entries {
@@ -423,8 +424,8 @@ mod tests {
     fn a_batch_encodes_to_rows_rollups_and_totals() {
         let clicks = [
             RawClick::new(&args("lnk_b", b"curl/8.0", 86_400.5), CUTS),
-            RawClick::new(&args("lnk_a", b"Mozilla/5.0 Chrome/1", 86_401.25), CUTS),
             RawClick::new(&args("lnk_a", b"Mozilla/5.0 Chrome/1", 86_402.0), CUTS),
+            RawClick::new(&args("lnk_a", b"Mozilla/5.0 Chrome/1", 86_401.25), CUTS),
         ];
         assert_eq!(days(&clicks), Ok(vec![1]));
         assert_eq!(encode(&clicks, &HashMap::new(), 255).unwrap_err(), ClickError::Salt(1));
@@ -437,11 +438,17 @@ mod tests {
             r#"[["lnk_a",1,"other","ééé",2],["lnk_b",1,"bot","ééé",1]]"#
         );
         let copy = copy_text(&encoded.batch, None);
-        assert!(
-            copy.starts_with("lnk_b\t1970-01-02 00:00:00.500000+00\tbot\tcurl\t"),
-            "{copy}"
+        let order: Vec<&str> = copy.lines().map(|line| &line[..32]).collect();
+        assert_eq!(
+            order,
+            [
+                "lnk_a\t1970-01-02 00:00:01.250000",
+                "lnk_a\t1970-01-02 00:00:02.000000",
+                "lnk_b\t1970-01-02 00:00:00.500000"
+            ],
+            "rows in the order of the click log's index: (link id, time)"
         );
-        assert_eq!(copy.lines().count(), 3);
+        assert!(copy.ends_with('\n') && copy.contains("+00\tbot\tcurl\t"), "{copy}");
         let alive = HashSet::from(["lnk_a".to_owned()]);
         assert_eq!(copy_text(&encoded.batch, Some(&alive)).lines().count(), 2);
     }
