@@ -1,7 +1,8 @@
 """The ceilings of our own stack, served by the same Granian (ASGI, uvloop) as `slugline serve`.
 
 - `redirect`: a bare ASGI app answering `/{slug}` from a dict with a 302, keeping a click tuple per redirect
-  (what the redirect path must at least do), so its ratio shows what Slugline's own work costs.
+  (what the redirect path must at least do), so its ratio shows what Slugline's own work costs; it knows
+  `/bench-0` ... `/bench-{N-1}` too when `BARE_REDIRECT_LINKS` is N.
 - `api`: a bare FastAPI app whose routes answer the same JSON Slugline answered, from constants read from the
   file named by `BARE_API_BODIES` (a JSON object: route name -> [status, body]).
 """
@@ -18,7 +19,10 @@ import orjson
 from fastapi import FastAPI
 from starlette.responses import Response
 
-LINKS = {"/bench": b"https://example.org/bench"}
+# `/bench`, and `/bench-0` ... for the count of links in `BARE_REDIRECT_LINKS` (the slugs the redirect bench makes).
+LINKS = {"/bench": b"https://example.org/bench"} | {
+    f"/bench-{i}": f"https://example.org/{i}".encode() for i in range(int(os.environ.get("BARE_REDIRECT_LINKS", "0")))
+}
 CLICKS: list[tuple[str, float, bytes, bytes, str]] = []
 MAX_CLICKS = 1_000_000  # then the list starts over: a bound, as every buffer needs one
 

@@ -1,11 +1,13 @@
 """HTTP load on redirects (click recording on): nginx `return 302`, a bare Granian ASGI app and `slugline serve`.
 
-    python benches/http_redirect.py [--duration 10] [--rounds 3] [--workers 1] [--database-url postgresql://…]
+    python benches/http_redirect.py [--duration 10] [--rounds 3] [--workers 1] [--links 1]
+                                    [--database-url postgresql://…]
 
 nginx is the machine's physical limit; the bare app (benches/bare_apps.py: a dict lookup, a 302 and a click tuple
 kept, under the same Granian, interface and event loop) is the ceiling of our own stack. wrk sends a browser's
 User-Agent and a Referer, so every redirect records a click. Runs alternate between the three servers; the medians
-of req/s and p99 are printed with Slugline's ratio to each. Afterwards the clicks stored are compared with the
+of req/s and p99 are printed with Slugline's ratio to each. With `--links N` the redirects go round robin over N
+links (`/bench-0` ...), as traffic spread over many links does. Afterwards the clicks stored are compared with the
 302s wrk received. A PostgreSQL database gets a schema of the run's own, dropped at the end.
 
 What one click costs Slugline's workers is read from /proc: the CPU of the serving (main) thread and of every other
@@ -30,6 +32,7 @@ from httpbench import (
     Run,
     cpu_split,
     ensure_tools,
+    lua_paths,
     lua_request,
     median,
     own_schema,
@@ -51,30 +54,31 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1, help="workers of every server")
+    parser.add_argument("--links", type=int, default=1, help="links the redirects go to, round robin (default 1)")
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     args = parser.parse_args()
     ensure_tools()
-    script = lua_request("GET", BROWSER)
+    paths = [f"/bench-{i}" for i in range(args.links)]
+    script = lua_request("GET", BROWSER) + lua_paths(paths)
     with tempfile.TemporaryDirectory(prefix="slugline-bench-") as name, own_schema(args.database_url) as db_url:
         tmp = Path(name)
         env = slugline_env(tmp, db_url)
         nginx, nginx_url = start_nginx(tmp, args.workers)
-        bare, bare_base = start_granian("bare_apps:redirect", args.workers, tmp)
+        bare, bare_base = start_granian(
+            "bare_apps:redirect", args.workers, tmp, {"BARE_REDIRECT_LINKS": str(args.links)}
+        )
         server, base = start_slugline(tmp, args.workers, env)
         try:
             auth = pro_account(base, env)
-            link = httpx.post(
-                f"{base}/api/v1/links", json={"destination_url": "https://example.org/bench"}, headers=auth
-            )
-            link.raise_for_status()
-            urls = {
-                "nginx": nginx_url,
-                "bare Granian": f"{bare_base}/bench",
-                "slugline": f"{base}/{link.json()['slug']}",
-            }
+            with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
+                for i in range(args.links):
+                    body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}"}
+                    client.post("/api/v1/links", json=body).raise_for_status()
+            urls = {"nginx": nginx_url, "bare Granian": bare_base, "slugline": base}
             results, cpu = measure(urls, script, args, server)
             before_head = worker_threads_cpu(server)
-            head = wrk(urls["slugline"], args.duration, args.connections, args.threads, lua_request("HEAD", BROWSER))
+            head_script = lua_request("HEAD", BROWSER) + lua_paths(paths)
+            head = wrk(urls["slugline"], args.duration, args.connections, args.threads, head_script)
             time.sleep(1.2)
             after_head = worker_threads_cpu(server)
         finally:
@@ -89,7 +93,7 @@ def main() -> int:
             f"  worker CPU per request, µs: GET (records a click) serving thread {with_click[0]:.2f}, other threads "
             f"{with_click[1]:.2f}; HEAD (no click) serving thread {without[0]:.2f}, other threads {without[1]:.2f}"
         )
-        stored = count_clicks(env["SLUGLINE_DATABASE_URL"], link.json()["id"])
+        stored = count_clicks(env["SLUGLINE_DATABASE_URL"])
     # wrk's count misses requests still in flight when a run ends; the server answered (and recorded) those too.
     print(
         f"  clicks stored: {stored} (wrk counted {median(results['slugline']).responses} measured responses, "
@@ -129,7 +133,7 @@ def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:
     med = {label: median(runs) for label, runs in results.items()}
     print(
         f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration}s, {args.rounds} alternating rounds, "
-        f"{args.workers} worker(s), {args.database_url or 'SQLite'}; medians:"
+        f"{args.workers} worker(s), {args.links} link(s), {args.database_url or 'SQLite'}; medians:"
     )
     for label, run in med.items():
         print(f"  {label:12s} {run.rps:10.0f} req/s   p99 {run.p99_ms:7.2f} ms")
@@ -141,14 +145,14 @@ def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:
     print(f"  slugline / bare Granian {mine.rps / bare.rps:.3f}x   (p99 {mine.p99_ms / bare.p99_ms:.2f}x)")
 
 
-def count_clicks(database_url: str, link_id: str) -> int:
+def count_clicks(database_url: str) -> int:
     from sqlalchemy import create_engine, text
 
     from slugline.db import normalize_url
 
     engine = create_engine(normalize_url(database_url))
     with engine.connect() as conn:
-        count = conn.execute(text("SELECT count(*) FROM clicks WHERE link_id = :id"), {"id": link_id}).scalar()
+        count = conn.execute(text("SELECT count(*) FROM clicks")).scalar()
     engine.dispose()
     return int(count or 0)
 

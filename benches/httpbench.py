@@ -200,6 +200,15 @@ def lua_request(method: str, headers: Mapping[str, str], body: str | None = None
     return "\n".join(lines) + "\n"
 
 
+def lua_paths(paths: Sequence[str]) -> str:
+    """Added to a `lua_request` script: each request takes the next of `paths`, round robin."""
+    listed = ", ".join(f'"{path}"' for path in paths)
+    return (
+        f"paths = {{{listed}}}\nlocal next = 0\n"
+        "request = function()\n  next = next % #paths + 1\n  return wrk.format(nil, paths[next])\nend\n"
+    )
+
+
 def wrk(url: str, duration: float, connections: int, threads: int, script: str) -> Run:
     """One wrk run with `script` (see `lua_request`); any answer other than 2xx/3xx fails the benchmark."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as lua:

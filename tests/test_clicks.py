@@ -121,7 +121,7 @@ def test_a_refused_batch_falls_back_to_row_by_row(
     assert "dropped 1 of 4 clicks" in caplog.text
 
 
-def test_a_backlog_goes_out_in_few_large_writes_each_in_index_order(
+def test_a_backlog_goes_out_in_writes_of_click_flush_max_each_in_index_order(
     client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = [make_link(client, alice, f"spread-{i}") for i in range(3)]
@@ -135,7 +135,7 @@ def test_a_backlog_goes_out_in_few_large_writes_each_in_index_order(
 
     async def scenario() -> int:
         recorder = ClickRecorder(runtime)
-        recorder._max = 100  # click_flush_max: a write takes up to ten times as many
+        recorder._max = 1000  # click_flush_max
         now = time.time()
         for i in range(2500):  # newest first, links interleaved
             link_id, _, agent, referrer, utm, qr, ip = click(ids[i % 3])
@@ -154,6 +154,30 @@ def test_a_backlog_goes_out_in_few_large_writes_each_in_index_order(
     assert len(rows) == 2500
     for start in (0, 1000, 2000):  # each write's rows went in by link, then time
         assert rows[start : start + 1000] == sorted(rows[start : start + 1000])
+
+
+def test_a_flush_writes_what_waited_when_it_began(
+    client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link_id = make_link(client, alice, "steady")
+    sizes: list[int] = []
+
+    async def scenario() -> tuple[int, int]:
+        recorder = ClickRecorder(runtime)
+
+        def arriving(db: Any, encoded: _core.EncodedClicks) -> int:
+            sizes.append(len(encoded))
+            for _ in range(5):  # redirects go on while a batch is written
+                recorder.record(click(link_id))
+            return write_batch(db, encoded)
+
+        monkeypatch.setattr(buffer, "write_batch", arriving)
+        for _ in range(10):
+            recorder.record(click(link_id))
+        return await recorder.flush(), len(recorder)
+
+    assert asyncio.run(scenario()) == (10, 5)  # the five that came meanwhile wait for the next flush
+    assert sizes == [10]
 
 
 def test_an_unreachable_database_drops_nothing(

@@ -1,16 +1,16 @@
 """The click buffer: a redirect makes one call into the Rust `ClickQueue` and returns; a flusher writes batches.
 
 A redirect's click costs the serving thread one call (well under a microsecond with the GIL held): the queue keeps
-the raw click, its headers already cut to what is stored, in Rust memory. A write starts every
-`click_flush_seconds` (at most 1 s) or as soon as `click_flush_max` (at most 1000) clicks wait, and takes every
-click waiting by then, up to `WRITES_PER_FLUSH_MAX` times `click_flush_max`: while one write is under way the next
-batch grows, so under heavy traffic the commits get fewer and larger instead of falling behind (a commit costs
-mostly the pages it touches, one per link of the batch or more). The flusher takes the batch out of the queue and,
-in a worker thread, has Rust classify it (each distinct user agent once), hash the visitors, roll it up and order
-its rows by link and time (the click log's index) with the GIL released, into three JSON arrays; one transaction
-then bumps each link's counter (bots excluded), adds the click rows and upserts `click_daily`, each a single
-statement the database runs over the whole array (`json_each` on SQLite, `json_array_elements` on PostgreSQL), so
-no Python work is done per click. A failed write gives the batch back for the next round.
+the raw click, its headers already cut to what is stored, in Rust memory. A batch goes out every
+`click_flush_seconds` (at most 1 s) or as soon as `click_flush_max` (10,000 by default) clicks wait: a commit costs
+mostly the pages it touches, one or more per link of the batch, so under heavy traffic spread over many links few
+large commits cost a fraction of many small ones (see `CLICK_FLUSH_MAX` in `slugline.settings`). The flusher takes
+the batch out of the queue and, in a worker thread, has Rust classify it (each distinct user agent once), hash the
+visitors, roll it up and order its rows by link and time (the click log's index) with the GIL released, into three
+JSON arrays; one transaction then bumps each link's counter (bots excluded), adds the click rows and upserts
+`click_daily`, each a single statement the database runs over the whole array (`json_each` on SQLite,
+`json_array_elements` on PostgreSQL), so no Python work is done per click. A failed write gives the batch back for
+the next round.
 The queue holds at most `click_buffer_bytes` (clicks waiting and clicks being written): a click recorded at the
 budget is dropped, counted (`dropped`, shown by /health) and logged — redirects that outpace the database cannot
 grow a worker without bound, and no loss is silent. Headers are cut when the click is recorded, so a huge User-Agent
@@ -40,10 +40,6 @@ log = logging.getLogger("slugline.clicks")
 # link id, unix time, user agent, referrer, utm_source, via QR, client IP
 RawClick = tuple[str, float, bytes, bytes, str | None, bool, str]
 MAX_BATCH_FAILURES = 3  # then the batch at the head goes one click at a time
-# A write takes at most this many times `click_flush_max` clicks. On SQLite, clicks spread over 1,000 links cost
-# ~14 us each written 1,000 to a commit, 4.8 us 10,000 to a commit in index order (`test_write_sqlite_spread` in
-# `benches/test_click_path.py`).
-WRITES_PER_FLUSH_MAX = 10
 KEPT, READY, DROPPED = 0, 1, 2  # what `ClickQueue.record` answers
 
 
@@ -107,12 +103,16 @@ class ClickRecorder:
             await self.flush()
 
     async def flush(self) -> int:
-        """Write everything pending, in batches of at most `WRITES_PER_FLUSH_MAX * click_flush_max`; the number
-        written."""
+        """Write the clicks waiting when it is called, in batches of at most `click_flush_max`; the number written.
+        Clicks that arrive meanwhile wait for the next flush: under steady traffic a flush that drained the queue
+        would never end, writing back to back whatever came in during the last write (64 connections: batches of
+        ~64 clicks), each commit costing nearly what a full one does."""
         written = 0
         async with self._lock:
-            while len(self.queue):
-                batch = self.queue.take(self._max * WRITES_PER_FLUSH_MAX)
+            left = len(self.queue)
+            while left > 0 and len(self.queue):
+                batch = self.queue.take(self._max)
+                left -= len(batch)
                 try:
                     written += await asyncio.to_thread(self._write, batch)
                     self._release(batch)

@@ -1,0 +1,121 @@
+"""The redirect cache reads ahead: entries hit near the end of their life are read again together, in one SELECT,
+dated like any other read; a change racing that read keeps none of it; links nobody asks for run out."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline.redirects import linkcache
+from slugline.redirects.linkcache import MISSING, TTL, Entry, LinkCache
+from slugline.runtime import Runtime
+from tests.helpers import Account
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Counted(LinkCache):
+    """Counts the SELECTs: one slug at a time, and many at once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.singles: list[str] = []
+        self.many: list[list[str]] = []
+
+    def _select(self, slug: str) -> Any:
+        self.singles.append(slug)
+        return super()._select(slug)
+
+    def _select_many(self, slugs: list[str]) -> Any:
+        self.many.append(sorted(slugs))
+        return super()._select_many(slugs)
+
+
+def _links(client: TestClient, who: Account, n: int) -> list[str]:
+    slugs = [f"ahead-{i}" for i in range(n)]
+    for slug in slugs:
+        made = client.post(
+            "/api/v1/links", headers=who.auth(), json={"destination_url": "https://a.example/", "slug": slug}
+        )
+        assert made.status_code == 201, made.text
+    return slugs
+
+
+async def _read_ahead_done(cache: LinkCache) -> None:
+    task = cache._reading_ahead
+    assert task is not None, "nothing was read ahead"
+    await task
+
+
+def test_entries_hit_near_their_end_are_read_again_in_one_select(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
+    slugs = _links(client, alice, 3)
+    clock = Clock()
+    cache = Counted(runtime.db, clock=clock)
+
+    async def scenario() -> None:
+        for slug in [*slugs, "nobody-has-this"]:
+            await cache.load(slug)
+        assert cache.singles == [*slugs, "nobody-has-this"]
+        clock.now += TTL - linkcache.AHEAD / 2  # still fresh, close to the end
+        for slug in slugs:
+            entry = cache.peek(slug)
+            assert isinstance(entry, Entry) and entry.destination == "https://a.example/"
+        await _read_ahead_done(cache)
+        assert cache.many == [sorted(slugs)]
+        clock.now += linkcache.AHEAD  # past the old entries' end: the ones read ahead are still fresh
+        assert all(cache.peek(slug) not in (MISSING, None) for slug in slugs)
+        assert cache.peek("nobody-has-this") is MISSING  # not asked for near its end: it ran out
+        assert len(cache.singles) == 4
+
+    asyncio.run(scenario())
+
+
+def test_a_read_ahead_sees_deletions_and_keeps_nothing_when_a_change_races_it(
+    client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _links(client, alice, 2)
+    clock = Clock()
+    cache = Counted(runtime.db, clock=clock)
+    runtime.link_hooks.append(cache.invalidate)
+    gone = client.get("/api/v1/links", headers=alice.auth()).json()["data"]
+    second_id = next(link["id"] for link in gone if link["slug"] == second)
+
+    async def scenario() -> None:
+        for slug in (first, second):
+            await cache.load(slug)
+        assert client.delete(f"/api/v1/links/{second_id}", headers=alice.auth()).status_code in (200, 204)
+        assert cache.peek(second) is MISSING  # this worker's own change: dropped at once
+        await cache.load(second)  # now cached as unknown
+        clock.now += TTL - linkcache.AHEAD / 2
+        assert cache.peek(first) is not MISSING and cache.peek(second) is None
+        await _read_ahead_done(cache)
+        clock.now += linkcache.AHEAD
+        assert cache.peek(second) is None and cache.peek(first) not in (MISSING, None)
+
+        # A change committed while a read ahead runs: that read's answers are all thrown away.
+        select_many = cache._select_many
+
+        def racing(slugs: list[str]) -> Any:
+            found = select_many(slugs)
+            cache.invalidate("unrelated-slug")
+            return found
+
+        monkeypatch.setattr(cache, "_select_many", racing)
+        clock.now += TTL - 1.5 * linkcache.AHEAD  # the entry `first` got ahead is near its end now
+        assert cache.peek(first) not in (MISSING, None)
+        await _read_ahead_done(cache)
+        clock.now += linkcache.AHEAD
+        assert cache.peek(first) is MISSING  # nothing kept: the next request reads it on its own
+
+    asyncio.run(scenario())
