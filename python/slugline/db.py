@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -111,12 +112,26 @@ class WriterLock:
         return self._fd
 
     def __enter__(self) -> None:
-        self._thread.acquire()
+        self.acquire_by(None)
+
+    def acquire_by(self, deadline: float | None) -> bool:
+        """The lock, waiting for it until `deadline` (`time.monotonic()`; None: for as long as it takes); False when
+        another thread of this process still holds it then. Another process's writer is waited for to its end (its
+        write is short; `LoopWriter` stops waiting for the answer at the deadline, and gives the lock back if it
+        comes later)."""
+        if deadline is None:
+            self._thread.acquire()
+        elif not self._thread.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            return False
+        elif time.monotonic() >= deadline:
+            self._thread.release()
+            return False
         try:
             fcntl.flock(self._file(), fcntl.LOCK_EX)
         except BaseException:
             self._thread.release()
             raise
+        return True
 
     def __exit__(self, *_: object) -> None:
         self.release()

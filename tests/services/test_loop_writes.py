@@ -5,6 +5,7 @@ holds the lock or the file, and leave nothing behind when it fails."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import sqlite3
@@ -162,36 +163,72 @@ def test_a_write_that_fails_half_way_leaves_nothing(
 
 
 @SQLITE_ONLY
-def test_a_held_write_lock_sends_the_create_to_a_thread(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, client: TestClient, alice: Account, now: Now
+def test_a_write_waits_off_the_loop_for_a_writer_of_this_worker_then_goes_to_a_thread(
+    runtime: Runtime,
+    caller: Caller,
+    writer: LoopWriter,
+    client: TestClient,
+    alice: Account,
+    now: Now,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(loopwrite, "LOCK_WAIT_SECONDS", 0.3)
     lock = runtime.db._writer
     assert isinstance(lock, WriterLock)
     body = {"destination_url": "https://example.com/", "title": "queued"}
-    with lock:  # a thread of this worker is writing
-        started = time.monotonic()
-        assert _make(runtime, caller, now, body) is None
-        assert time.monotonic() - started < 0.1
-    assert writer.declined == 1
-    assert _count(runtime) == 0
+    with lock:  # a thread of this worker is writing, for longer than a write waits
+        made, ticks, waited = _make_while_ticking(runtime, caller, now, body)
+    assert made is None and writer.declined == 1 and _count(runtime) == 0
+    assert 0.3 <= waited < 2 and ticks >= 10, "the loop served others while the write waited"
     res = client.post("/api/v1/links", json=body, headers=alice.auth())  # the API takes the thread path then
     assert res.status_code == 201
 
+    lock.acquire_by(None)  # a writer that finishes while the write waits: the write is made on the loop
+    threading.Timer(0.1, lock.release).start()
+    made, _, waited = _make_while_ticking(runtime, caller, now, body)
+    assert made is not None and writer.declined == 1 and 0.1 <= waited < 0.3
+
+
+def _make_while_ticking(
+    runtime: Runtime, caller: Caller, now: Now, body: dict[str, Any]
+) -> tuple[dict[str, Any] | None, int, float]:
+    """`_make` on the loop, with a task that counts the loop's turns every 10 ms meanwhile; and the seconds it took."""
+
+    async def both() -> tuple[dict[str, Any] | None, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticking = asyncio.get_running_loop().create_task(tick())
+        try:
+            return await links.create_link_now(runtime, caller, links.check_create(caller, body)), ticks
+        finally:
+            ticking.cancel()
+
+    started = time.monotonic()
+    made, ticks = now(both())
+    return made, ticks, time.monotonic() - started
+
 
 @SQLITE_ONLY
-def test_a_writer_of_another_worker_is_waited_for_on_a_thread_and_never_on_the_loop(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now
+def test_a_writer_of_another_worker_is_waited_for_off_the_loop_and_the_thread_path_queues(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(loopwrite, "LOCK_WAIT_SECONDS", 0.3)
     lock = runtime.db._writer
     assert isinstance(lock, WriterLock)
     other = os.open(lock.path, os.O_RDWR | os.O_CREAT)  # another worker's open of the lock file
-    fcntl.flock(other, fcntl.LOCK_EX)  # ... writing now
+    fcntl.flock(other, fcntl.LOCK_EX)  # ... writing now, for longer than a write waits
     body = {"destination_url": "https://example.com/"}
     made: list[dict[str, Any]] = []
     try:
-        started = time.monotonic()
-        assert _make(runtime, caller, now, body) is None
-        assert time.monotonic() - started < 0.1 and writer.declined == 1
+        on_loop, ticks, waited = _make_while_ticking(runtime, caller, now, body)
+        assert on_loop is None and writer.declined == 1
+        assert 0.3 <= waited < 2 and ticks >= 10, "the loop served others while the write waited"
         queued = threading.Thread(target=lambda: made.append(links.create_link(runtime, caller, body)))
         queued.start()
         queued.join(0.5)
@@ -201,7 +238,35 @@ def test_a_writer_of_another_worker_is_waited_for_on_a_thread_and_never_on_the_l
         os.close(other)
     queued.join(5)
     assert len(made) == 1 and _count(runtime) == 1
-    assert _make(runtime, caller, now, body) is not None
+    # The lock the abandoned wait took after all was given back: the next write is made on the loop.
+    assert _make(runtime, caller, now, body) is not None and writer.declined == 1
+
+
+@SQLITE_ONLY
+def test_a_write_whose_request_goes_away_while_it_waits_gives_the_lock_back(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now
+) -> None:
+    lock = runtime.db._writer
+    assert isinstance(lock, WriterLock)
+    body = links.check_create(caller, {"destination_url": "https://example.com/"})
+    lock.acquire_by(None)  # another writer of this worker
+
+    async def gone() -> None:
+        waiting = asyncio.get_running_loop().create_task(links.create_link_now(runtime, caller, body))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    now(gone())
+    lock.release()  # the wait still under way takes the lock now, for nobody: it must give it back
+    time.sleep(0.2)  # ... and has taken it by now
+    deadline = time.monotonic() + 2
+    while not lock.acquire_now():
+        assert time.monotonic() < deadline, "the lock was never given back"
+        time.sleep(0.01)
+    lock.release()
+    assert _count(runtime) == 0
 
 
 @SQLITE_ONLY
