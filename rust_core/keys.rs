@@ -140,6 +140,36 @@ pub fn keyed_hash_prefix(secret: &[u8], message: &[u8], hex_len: usize) -> Strin
     hex
 }
 
+/// `keyed_hash_prefix` for many messages under one secret: the secret's part of the work is done once, and a
+/// message may come in pieces (hashed as if joined).
+#[derive(Clone)]
+pub struct KeyedHasher(Hmac<Sha256>);
+
+impl KeyedHasher {
+    pub fn new(secret: &[u8]) -> Self {
+        match Hmac::<Sha256>::new_from_slice(secret) {
+            Ok(mac) => KeyedHasher(mac),
+            Err(_) => unreachable!("HMAC-SHA256 takes keys of any length"),
+        }
+    }
+
+    /// The first `N` hex chars of the keyed hash of `parts` joined; `N` is at most 64.
+    pub fn hex_prefix<const N: usize>(&self, parts: &[&[u8]]) -> [u8; N] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut mac = self.0.clone();
+        for part in parts {
+            mac.update(part);
+        }
+        let digest: [u8; 32] = mac.finalize().into_bytes().into();
+        let mut out = [b'0'; N];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let byte = digest[i / 2];
+            *slot = HEX[usize::from(if i % 2 == 0 { byte >> 4 } else { byte & 0xf })];
+        }
+        out
+    }
+}
+
 /// What is stored for a key: its keyed hash (the key itself is shown once and never kept).
 pub fn hash_key(secret: &[u8], token: &str) -> String {
     keyed_hash(secret, token)
@@ -157,6 +187,18 @@ pub fn verify_key(secret: &[u8], token: &str, expected_hex: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keyed_hasher_matches_keyed_hash_prefix() {
+        let hasher = KeyedHasher::new(b"salt");
+        let hex: [u8; 32] = hasher.hex_prefix(&[b"203.0.113.7", b"\n", b"curl/8"]);
+        assert_eq!(
+            hex.as_slice(),
+            keyed_hash_prefix(b"salt", b"203.0.113.7\ncurl/8", 32).as_bytes()
+        );
+        let whole: [u8; 64] = hasher.hex_prefix(&[b"x"]);
+        assert_eq!(whole.as_slice(), keyed_hash(b"salt", "x").as_bytes());
+    }
 
     #[test]
     fn generated_keys_roundtrip() {

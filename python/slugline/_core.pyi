@@ -4,6 +4,7 @@ Every function raises :class:`CoreError` (a ``ValueError``) for invalid input, a
 (a ``RuntimeError``, never a ``ValueError``) for a bug inside the core; wrong argument types raise ``TypeError``.
 """
 
+from collections.abc import Iterator
 from typing import Literal, TypeAlias, final
 
 _KeyKind: TypeAlias = Literal["full", "public", "session"]
@@ -18,6 +19,7 @@ __all__ = [
     "CorePanic",
     "EncodedClicks",
     "SearchIndex",
+    "ValueChunks",
     "__version__",
     "_panic",
     "classify_source",
@@ -263,9 +265,16 @@ class EncodedClicks:
     def copy_text(self, alive: set[str] | None = None) -> bytes:
         """The click rows in PostgreSQL's COPY text format, without links missing from ``alive`` (when given)."""
 
-    def values(self, alive: set[str] | None = None, chunk: int = 100) -> list[list[str | None]]:
+    def values(self, alive: set[str] | None = None, chunk: int = 100) -> ValueChunks:
         """The click rows as flat parameter lists of at most ``chunk`` rows of 8 values: link_id, clicked_at
-        (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor."""
+        (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor. Each
+        list is built when the iterator is asked for it, so the GIL is held one list at a time."""
+
+@final
+class ValueChunks(Iterator[list[str | None]]):
+    """``EncodedClicks.values``: one parameter list per step."""
+
+    def __next__(self) -> list[str | None]: ...
 
 @final
 class ClickBatch:

@@ -205,7 +205,7 @@ mod _core {
     #[pymodule_export]
     use super::classes::{PyClickBatch, PySearchIndex};
     #[pymodule_export]
-    use super::queue::{PyClickQueue, PyClicks, PyEncoded};
+    use super::queue::{PyClickQueue, PyClicks, PyEncoded, PyValueChunks};
     #[pymodule_export]
     use super::{
         classify_source, classify_user_agent, generate_key, generate_link_id, generate_slug, hash_key, hash_password,

@@ -217,22 +217,48 @@ impl PyEncoded {
 
     /// The click rows as flat parameter lists of at most `chunk` rows each (8 values a row: link_id, clicked_at
     /// text, device, browser, os, source, referrer host or None, visitor), without links missing from `alive`.
-    /// Strings that repeat (link ids, classes, sources, hosts) are one Python object each.
+    /// An iterator: each list is built when asked for, so the GIL is held one list at a time, and the caller
+    /// (whose database releases it while it works) lets the serving thread in between.
     #[pyo3(signature = (alive = None, chunk = 100))]
-    fn values<'py>(
-        &self,
-        py: Python<'py>,
-        alive: Option<HashSet<String>>,
-        chunk: i64,
-    ) -> PyResult<Vec<Bound<'py, PyList>>> {
+    fn values(slf: Py<Self>, alive: Option<HashSet<String>>, chunk: i64) -> PyResult<PyValueChunks> {
         let chunk = non_negative(chunk, "chunk")?.max(1);
+        Ok(PyValueChunks {
+            encoded: slf,
+            alive,
+            chunk,
+            next: Mutex::new(0),
+        })
+    }
+}
+
+/// `EncodedClicks.values`: the rows as parameter lists, one list built per step.
+#[pyclass(name = "ValueChunks", module = "slugline._core", frozen)]
+pub struct PyValueChunks {
+    encoded: Py<PyEncoded>,
+    alive: Option<HashSet<String>>,
+    chunk: usize,
+    /// The row the next list starts at.
+    next: Mutex<usize>,
+}
+
+#[pymethods]
+impl PyValueChunks {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Strings that repeat within a list (link ids, classes, sources, hosts) are one Python object each.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         guard(|| {
+            let batch = &self.encoded.get().inner.batch;
+            let mut next = lock(&self.next);
             let mut shared: HashMap<&str, Bound<'py, PyAny>> = HashMap::new();
-            let mut lists = Vec::new();
-            let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(chunk * 8);
+            let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(self.chunk * 8);
             let mut text = String::with_capacity(32);
-            for (link, timestamp, device, browser, os, source, host, visitor) in self.inner.batch.rows() {
-                if alive.as_ref().is_some_and(|alive| !alive.contains(link)) {
+            let mut seen = 0;
+            for (link, timestamp, device, browser, os, source, host, visitor) in batch.rows_from(*next) {
+                seen += 1;
+                if self.alive.as_ref().is_some_and(|alive| !alive.contains(link)) {
                     continue;
                 }
                 row.push(share(py, &mut shared, link));
@@ -247,14 +273,15 @@ impl PyEncoded {
                     None => py.None().into_bound(py),
                 });
                 row.push(PyString::new(py, visitor).into_any());
-                if row.len() == chunk * 8 {
-                    lists.push(PyList::new(py, row.drain(..))?);
+                if row.len() == self.chunk * 8 {
+                    break;
                 }
             }
-            if !row.is_empty() {
-                lists.push(PyList::new(py, row)?);
+            *next += seen;
+            if row.is_empty() {
+                return Ok(None);
             }
-            Ok(lists)
+            Ok(Some(PyList::new(py, row)?))
         })
     }
 }

@@ -9,7 +9,7 @@ pub mod queue;
 mod synthetic;
 
 use crate::agent::{classify_user_agent, Agent, Device};
-use crate::keys::keyed_hash_prefix;
+use crate::keys::KeyedHasher;
 use crate::referrer::{classify_source, referrer_host};
 use intern::Interner;
 use std::fmt;
@@ -48,7 +48,7 @@ struct Click {
     os: &'static str,
     source: u32,
     referrer_host: Option<u32>,
-    visitor: [u8; VISITOR_HEX_CHARS],
+    visitor: Visitor,
 }
 
 /// One row of the clicks table: (link_id, timestamp, device, browser, os, source, referrer_host, visitor).
@@ -62,6 +62,22 @@ pub type ClickRow<'a> = (
     Option<&'a str>,
     &'a str,
 );
+
+/// A click's source and referrer host, as ids of `ClickBatch::string`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    source: u32,
+    host: Option<u32>,
+}
+
+/// A visitor hash as stored: the first hex characters of the keyed hash of IP and user agent.
+pub type Visitor = [u8; VISITOR_HEX_CHARS];
+
+/// The visitor a click counts as on the day whose salt keyed `hasher`: who cannot be told apart by IP and user
+/// agent is one.
+pub fn visitor_hash(hasher: &KeyedHasher, ip: &str, user_agent: &str) -> Visitor {
+    hasher.hex_prefix(&[ip.as_bytes(), b"\n", user_agent.as_bytes()])
+}
 
 /// A roll-up group, its strings as ids of `ClickBatch::string`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,28 +155,48 @@ impl ClickBatch {
 
     /// `add` with the user agent already classified: agents repeat heavily, so a caller may classify each once.
     pub fn add_classified(&mut self, click: &ClickInput<'_>, agent: Agent) -> Result<(), ClickError> {
-        let day = epoch_day(click.timestamp)?;
-        let mut source = classify_source(click.utm_source, click.via_qr, click.referrer);
-        let mut host = referrer_host(click.referrer);
+        epoch_day(click.timestamp)?;
+        let origin = self.origin(click.utm_source, click.via_qr, click.referrer);
+        let visitor = visitor_hash(&KeyedHasher::new(click.visitor_salt), click.ip, click.user_agent);
+        self.push(click.link_id, click.timestamp, agent, origin, visitor)
+    }
+
+    /// Where a click came from, its source and referrer host cut to the batch's widths and interned. Depends
+    /// only on these three, so a caller may work it out once for clicks that share them.
+    pub fn origin(&mut self, utm_source: Option<&str>, via_qr: bool, referrer: Option<&str>) -> Origin {
+        let mut source = classify_source(utm_source, via_qr, referrer);
+        let mut host = referrer_host(referrer);
         if let Some((source_max, host_max)) = self.cuts {
             cut_chars(&mut source, source_max);
             if let Some(host) = host.as_mut() {
                 cut_chars(host, host_max);
             }
         }
-        let identity = format!("{}\n{}", click.ip, click.user_agent);
-        let hex = keyed_hash_prefix(click.visitor_salt, identity.as_bytes(), VISITOR_HEX_CHARS);
-        let mut visitor = [b'0'; VISITOR_HEX_CHARS];
-        visitor.copy_from_slice(&hex.as_bytes()[..VISITOR_HEX_CHARS]);
+        Origin {
+            source: self.strings.intern(&source),
+            host: host.map(|h| self.strings.intern(&h)),
+        }
+    }
+
+    /// Keeps one click whose parts are already worked out (`origin`, `visitor_hash`).
+    pub fn push(
+        &mut self,
+        link_id: &str,
+        timestamp: f64,
+        agent: Agent,
+        origin: Origin,
+        visitor: Visitor,
+    ) -> Result<(), ClickError> {
+        let day = epoch_day(timestamp)?;
         self.clicks.push(Click {
-            link: self.strings.intern(click.link_id),
-            timestamp: click.timestamp,
+            link: self.strings.intern(link_id),
+            timestamp,
             day,
             device: agent.device,
             browser: agent.browser,
             os: agent.os,
-            source: self.strings.intern(&source),
-            referrer_host: host.map(|h| self.strings.intern(&h)),
+            source: origin.source,
+            referrer_host: origin.host,
             visitor,
         });
         Ok(())
@@ -168,7 +204,12 @@ impl ClickBatch {
 
     /// Every click in insertion order.
     pub fn rows(&self) -> impl Iterator<Item = ClickRow<'_>> {
-        self.clicks.iter().map(|c| {
+        self.rows_from(0)
+    }
+
+    /// The clicks from the `start`th on, in insertion order.
+    pub fn rows_from(&self, start: usize) -> impl Iterator<Item = ClickRow<'_>> {
+        self.clicks[start.min(self.clicks.len())..].iter().map(|c| {
             (
                 self.strings.name(c.link),
                 c.timestamp,
@@ -274,6 +315,7 @@ impl ClickBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::keyed_hash_prefix;
 
     fn click<'a>(link_id: &'a str, timestamp: f64, user_agent: &'a str, referrer: Option<&'a str>) -> ClickInput<'a> {
         ClickInput {

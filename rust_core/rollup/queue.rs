@@ -3,8 +3,9 @@
 //! them — classification, visitor hashes, roll-ups and the rows as JSON — with no lock held on the queue.
 
 use super::json::JsonRows;
-use super::{epoch_day, ClickBatch, ClickError, ClickInput};
+use super::{epoch_day, visitor_hash, ClickBatch, ClickError, Origin, Visitor};
 use crate::agent::{classify_user_agent, Agent};
+use crate::keys::KeyedHasher;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -240,26 +241,33 @@ pub fn days(clicks: &[RawClick]) -> Result<Vec<i64>, ClickError> {
 /// rows by link id and time (`ClickBatch::sort_by_link_and_time`). Sources and referrer hosts are cut to `max_text` characters (the width of their columns).
 pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usize) -> Result<Encoded, ClickError> {
     let mut batch = ClickBatch::with_cuts(max_text, max_text);
-    let mut agents: HashMap<&[u8], Agent> = HashMap::new();
+    // What clicks sharing a user agent, an origin, or a visitor (day, IP and user agent) have in common is
+    // worked out once per batch: classifying, parsing the referrer and hashing were most of the time per click.
+    let mut agents: HashMap<&[u8], (Agent, usize)> = HashMap::new();
+    let mut origins: HashMap<(&[u8], Option<&str>, bool), Origin> = HashMap::new();
+    let mut visitors: HashMap<(i64, usize, &str), Visitor> = HashMap::new();
+    let hashers: HashMap<i64, KeyedHasher> = salts.iter().map(|(&day, salt)| (day, KeyedHasher::new(salt))).collect();
     for click in clicks {
         let day = click.day()?;
-        let salt = salts.get(&day).ok_or(ClickError::Salt(day))?;
-        let user_agent = latin1(click.user_agent());
-        let agent = *agents
+        let hasher = hashers.get(&day).ok_or(ClickError::Salt(day))?;
+        let known = agents.len();
+        let (agent, agent_no) = *agents
             .entry(click.user_agent())
-            .or_insert_with(|| classify_user_agent(&user_agent));
-        let referrer = latin1(click.referrer());
-        let input = ClickInput {
-            link_id: click.link_id(),
-            timestamp: click.timestamp(),
-            user_agent: &user_agent,
-            referrer: (!referrer.is_empty()).then_some(&*referrer),
-            utm_source: click.utm_source(),
-            via_qr: click.via_qr(),
-            visitor_salt: salt,
-            ip: click.ip(),
-        };
-        batch.add_classified(&input, agent)?;
+            .or_insert_with(|| (classify_user_agent(&latin1(click.user_agent())), known));
+        let origin = *origins
+            .entry((click.referrer(), click.utm_source(), click.via_qr()))
+            .or_insert_with(|| {
+                let referrer = latin1(click.referrer());
+                batch.origin(
+                    click.utm_source(),
+                    click.via_qr(),
+                    (!referrer.is_empty()).then_some(&*referrer),
+                )
+            });
+        let visitor = *visitors
+            .entry((day, agent_no, click.ip()))
+            .or_insert_with(|| visitor_hash(hasher, click.ip(), &latin1(click.user_agent())));
+        batch.push(click.link_id(), click.timestamp(), agent, origin, visitor)?;
     }
     batch.sort_by_link_and_time();
     let entries = batch.rollup_entries();
@@ -367,6 +375,7 @@ fn copy_field(out: &mut String, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rollup::{ClickInput, ClickRow};
 
     const CUTS: Cuts = Cuts {
         user_agent: 8,
@@ -451,6 +460,60 @@ mod tests {
         assert!(copy.ends_with('\n') && copy.contains("+00\tbot\tcurl\t"), "{copy}");
         let alive = HashSet::from(["lnk_a".to_owned()]);
         assert_eq!(copy_text(&encoded.batch, Some(&alive)).lines().count(), 2);
+    }
+
+    #[test]
+    fn shared_parts_worked_out_once_give_the_rows_of_one_click_at_a_time() {
+        let agents: [&[u8]; 3] = [
+            b"curl/8.0",
+            b"Mozilla/5.0 (iPhone) Safari/604.1",
+            b"Mozilla/\xe9 Chrome/1",
+        ];
+        let referrers: [&[u8]; 3] = [b"", b"https://www.google.com/search", b"https://news.example.com/\xff"];
+        let utms = [None, Some("newsletter"), Some("ééééé")];
+        let ips = ["203.0.113.7", "2001:db8::1", "198.51.100.9"];
+        let cuts = Cuts {
+            user_agent: 512,
+            referrer: 1024,
+            source: 4,
+        };
+        let clicks: Vec<RawClick> = (0..200)
+            .map(|i| {
+                let args = ClickArgs {
+                    link_id: ["lnk_a", "lnk_b"][i % 2],
+                    user_agent: agents[i % 3],
+                    referrer: referrers[i / 3 % 3],
+                    utm_source: utms[i / 9 % 3],
+                    via_qr: i % 5 == 0,
+                    ip: ips[i / 27 % 3],
+                    timestamp: 86_000.0 + i as f64 * 7.0, // over two days
+                };
+                RawClick::new(&args, cuts)
+            })
+            .collect();
+        let salts = HashMap::from([(0, b"day zero".to_vec()), (1, b"day one".to_vec())]);
+        let encoded = encode(&clicks, &salts, 3).expect("encode");
+        let mut one_by_one = ClickBatch::with_cuts(3, 3);
+        for click in &clicks {
+            let (agent, referrer) = (latin1(click.user_agent()), latin1(click.referrer()));
+            let input = ClickInput {
+                link_id: click.link_id(),
+                timestamp: click.timestamp(),
+                user_agent: &agent,
+                referrer: (!referrer.is_empty()).then_some(&*referrer),
+                utm_source: click.utm_source(),
+                via_qr: click.via_qr(),
+                visitor_salt: &salts[&click.day().expect("day")],
+                ip: click.ip(),
+            };
+            one_by_one.add(&input).expect("add");
+        }
+        one_by_one.sort_by_link_and_time();
+        let rows: Vec<ClickRow<'_>> = encoded.batch.rows().collect();
+        assert_eq!(rows, one_by_one.rows().collect::<Vec<_>>());
+        let visitors: HashSet<&str> = rows.iter().map(|row| row.7).collect();
+        assert_eq!(visitors.len(), 3 * 3 * 2, "one per IP, user agent and day");
+        assert_eq!(encoded.batch.rollup(), one_by_one.rollup());
     }
 
     #[test]
