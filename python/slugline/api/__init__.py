@@ -10,4 +10,4 @@ API_PREFIX = "/api/v1"
 
 
 def routers() -> list[APIRouter]:
-    return [module.router for module in (health, auth, me, keys, links, clicks, qr, analytics, search, public, analyze)]
+    return [module.router for module in (links, me, search, health, auth, keys, clicks, qr, analytics, public, analyze)]

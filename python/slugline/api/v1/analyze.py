@@ -18,7 +18,7 @@ async def analyze_caller(request: Request, rt: RuntimeDep) -> None:
     """A key is optional; a given one must be valid. Anonymous callers get a hard per-IP limit, and a session token
     (which registration hands out freely) is an anonymous caller here."""
     if request.headers.get("authorization"):
-        caller = await get_caller(request, rt)
+        caller = await get_caller(request)
         if caller.scope != "session":
             return
     await limits.check_anonymous_analyze(rt, client_ip(request.scope))
