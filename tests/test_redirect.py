@@ -145,6 +145,7 @@ def test_unexpected_error_on_a_slug_is_a_json_500(
     assert res.status_code == 500 and res.json() == {"error": "internal server error"}
     assert res.headers["cache-control"] == "private, no-store"
     assert head.status_code == 500 and head.content == b""
+    assert client.get("/some-slug").status_code == 500  # the shortest path, taken once the layer has started
     assert "cache on fire" in caplog.text and "/some-slug" in caplog.text
     monkeypatch.undo()
     assert client.get("/api/v1/health").status_code == 200  # the app is fine, and so is the next slug

@@ -1,8 +1,8 @@
 """The redirect hot path: a raw ASGI layer in front of the app that answers `/{slug}` itself.
 
 `GET`/`HEAD /{slug}` (and `POST /{slug}` for a password) never reach FastAPI routing or the ORM: the slug
-resolves from `LinkCache`, the click goes to the Rust click queue in one call, and a 302 goes out. A `GET` of a
-public or unlisted link already in the cache takes the shortest path (`fast`): the cache only ever holds slugs that
+resolves from `LinkCache`, the click goes to the Rust click queue in one call, and a 302 goes out. A `GET` or `HEAD`
+of a public or unlisted link already in the cache takes the shortest path (`fast`): the cache only ever holds slugs that
 passed the path checks, so a hit needs none of them. Everything
 else — `/api/...`, `/mcp`, reserved words, paths with a second segment, lifespan — passes through untouched.
 A `HEAD` is answered like a `GET` but records no click: nobody is taken to the destination.
@@ -29,6 +29,7 @@ from slugline.web.unavailable import send_unavailable
 
 SLUG_PATH = re.compile(r"/([A-Za-z0-9_-]{1,64})")
 ANSWERED = frozenset({"GET", "HEAD", "POST"})
+FAST = frozenset({"GET", "HEAD"})  # methods a cached public or unlisted link answers on the shortest path
 REDIRECTED = frozenset({Visibility.PUBLIC, Visibility.UNLISTED})  # straight to the destination
 NO_STORE = [(b"cache-control", b"private, no-store"), (b"x-robots-tag", b"noindex")]
 REDIRECT_HEADERS = [*NO_STORE, (b"content-length", b"0")]
@@ -64,8 +65,11 @@ class RedirectLayer:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         redirects = self._redirects
-        if redirects is not None and scope["type"] == "http" and scope["method"] == "GET":
-            entry = redirects.cache.peek(scope["path"][1:])
+        if redirects is not None and scope["type"] == "http" and scope["method"] in FAST:
+            try:
+                entry = redirects.cache.peek(scope["path"][1:])
+            except Exception:  # the ordinary path below asks again, and reports what went wrong
+                entry = None
             if type(entry) is Entry and entry.visibility in REDIRECTED:
                 await redirects.fast(entry, scope, send)
                 return
@@ -128,7 +132,8 @@ class Redirects:
             await self.redirect(entry, scope, send)
 
     async def fast(self, entry: Entry, scope: Scope, send: Any) -> None:
-        """`redirect` for a cached public or unlisted link and a `GET`: the hot path, kept to the bare minimum."""
+        """`redirect` for a cached public or unlisted link and a `GET` or `HEAD`: the hot path, kept to the bare
+        minimum."""
         try:
             location = self.count(entry, scope)
         except Exception:
