@@ -131,10 +131,11 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
         description="Short links with analytics, QR codes and a remote MCP endpoint.",
         telemetry=telemetry(),
     )
+    # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself. First in the
+    # list: FastAPI tries routes in order, and each included router it passes costs an MCP call several µs.
+    app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     for router in routers():
         app.include_router(router, prefix=API_PREFIX)
-    # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself.
-    app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     install_error_handlers(app)
     openapi.install(app, API_PREFIX)
     install_dashboard(app)  # `/` and `/app/...`: pages for people, with HTML error pages of their own
