@@ -39,6 +39,9 @@ def test_each_host_gets_its_own_base_and_the_memo_stays_small(rt: Runtime) -> No
     for odd in ("evil.example/path?q", "a@b.example", "[::1]:80", "", "x" * 300):  # what Starlette's URL makes of it
         url = URL(scope=scope(odd))
         assert request_base(scope(odd), rt) == f"{url.scheme}://{url.netloc}"
+    held = len(request._bases)
+    request_base(scope("y" * 5000), rt)
+    assert len(request._bases) == held, "a Host longer than any name is not remembered"
     for i in range(3 * request.MAX_BASES):  # a client choosing a new Host each time
         assert request_base(scope(f"h{i}.example"), rt) == f"http://h{i}.example"
         assert len(request._bases) <= request.MAX_BASES

@@ -34,15 +34,16 @@ def request_base(scope: Scope, rt: Runtime) -> str:
     """The base of the short URLs this request should see: the configured public URL, else where it was sent."""
     if rt.settings.public_url:
         return rt.short_base("")
-    server = scope.get("server")
-    where = (scope.get("scheme"), None if server is None else tuple(server), header(scope, b"host"))
+    server, host = scope.get("server"), header(scope, b"host")
+    where = (scope.get("scheme"), None if server is None else tuple(server), host)
     base = _bases.get(where)
     if base is None:
         url = URL(scope=scope)
         base = f"{url.scheme}://{url.netloc}"
-        if len(_bases) >= MAX_BASES:  # Host is the client's to choose: the memo stays small whatever it sends
-            _bases.clear()
-        _bases[where] = base
+        if host is None or len(host) <= MAX_HOST:  # Host is the client's to choose: the memo stays small
+            if len(_bases) >= MAX_BASES:
+                _bases.clear()
+            _bases[where] = base
     return rt.short_base(base)
 
 
@@ -50,6 +51,7 @@ def request_base(scope: Scope, rt: Runtime) -> str:
 # took 6% of a `GET /me`, and a server sees only a handful of these.
 _bases: dict[tuple[Any, Any, str | None], str] = {}
 MAX_BASES = 256
+MAX_HOST = 255  # characters of a Host worth remembering (a DNS name has at most 253)
 
 
 async def read_json(scope: Scope, chunks: AsyncIterator[bytes], timeout: float) -> Any:  # noqa: ASYNC109
