@@ -98,8 +98,9 @@ fn hmac_sha256(secret: &[u8], message: &[u8]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 fn to_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for &b in bytes {
         out.push(char::from(HEX[usize::from(b >> 4)]));
@@ -132,16 +133,8 @@ pub fn keyed_hash(secret: &[u8], message: &str) -> String {
     to_hex(&hmac_sha256(secret, message.as_bytes()))
 }
 
-/// The first `hex_len` hex chars of `keyed_hash`, without building the full string first.
-pub fn keyed_hash_prefix(secret: &[u8], message: &[u8], hex_len: usize) -> String {
-    let digest = hmac_sha256(secret, message);
-    let mut hex = to_hex(&digest[..hex_len.div_ceil(2).min(32)]);
-    hex.truncate(hex_len);
-    hex
-}
-
-/// `keyed_hash_prefix` for many messages under one secret: the secret's part of the work is done once, and a
-/// message may come in pieces (hashed as if joined).
+/// The first hex chars of `keyed_hash` for many messages under one secret: the secret's part of the work is done
+/// once, and a message may come in pieces (hashed as if joined).
 #[derive(Clone)]
 pub struct KeyedHasher(Hmac<Sha256>);
 
@@ -155,7 +148,6 @@ impl KeyedHasher {
 
     /// The first `N` hex chars of the keyed hash of `parts` joined; `N` is at most 64.
     pub fn hex_prefix<const N: usize>(&self, parts: &[&[u8]]) -> [u8; N] {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut mac = self.0.clone();
         for part in parts {
             mac.update(part);
@@ -189,12 +181,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keyed_hasher_matches_keyed_hash_prefix() {
+    fn keyed_hasher_matches_keyed_hash() {
         let hasher = KeyedHasher::new(b"salt");
         let hex: [u8; 32] = hasher.hex_prefix(&[b"203.0.113.7", b"\n", b"curl/8"]);
         assert_eq!(
             hex.as_slice(),
-            keyed_hash_prefix(b"salt", b"203.0.113.7\ncurl/8", 32).as_bytes()
+            &keyed_hash(b"salt", "203.0.113.7\ncurl/8").as_bytes()[..32]
         );
         let whole: [u8; 64] = hasher.hex_prefix(&[b"x"]);
         assert_eq!(whole.as_slice(), keyed_hash(b"salt", "x").as_bytes());
@@ -250,10 +242,8 @@ mod tests {
             keyed_hash(b"Jefe", "what do ya want for nothing?"),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
-        assert_eq!(
-            keyed_hash_prefix(b"Jefe", b"what do ya want for nothing?", 32),
-            "5bdcc146bf60754e6a042426089575c7"
-        );
+        let prefix: [u8; 32] = KeyedHasher::new(b"Jefe").hex_prefix(&[b"what do ya want for nothing?"]);
+        assert_eq!(prefix.as_slice(), b"5bdcc146bf60754e6a042426089575c7");
         let stored = hash_key(b"secret", "svc_live_x");
         assert!(verify_key(b"secret", "svc_live_x", &stored));
         assert!(verify_key(b"secret", "svc_live_x", &stored.to_uppercase()));

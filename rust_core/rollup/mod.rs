@@ -315,7 +315,7 @@ impl ClickBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::keyed_hash_prefix;
+    use crate::keys::keyed_hash;
 
     fn click<'a>(link_id: &'a str, timestamp: f64, user_agent: &'a str, referrer: Option<&'a str>) -> ClickInput<'a> {
         ClickInput {
@@ -347,7 +347,7 @@ mod tests {
             ("desktop", "Chrome", "Windows", "google.com", Some("google.com"))
         );
         assert_eq!((rows[1].2, rows[1].5, rows[1].6), ("bot", "direct", None));
-        let expected = keyed_hash_prefix(b"salt", format!("203.0.113.7\n{CHROME}").as_bytes(), 32);
+        let expected = &keyed_hash(b"salt", &format!("203.0.113.7\n{CHROME}"))[..32];
         assert_eq!(rows[0].7, expected);
         assert_eq!(rows[0].7.len(), 32);
     }

@@ -26,7 +26,8 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 # The callers below take the request and nothing else: FastAPI resolves every sub-dependency per request, and the
 # chain caller -> runtime cost ~20% of a `GET /links/{id}`. The identity itself is resolved once per request
 # (`identify` keeps it in the scope), whichever of them asks.
-async def _identified(request: Request) -> Caller:
+async def get_caller(request: Request) -> Caller:
+    """Any valid token, session tokens included (for /me and /api-key); API keys must pass the plan gate."""
     rt: Runtime = request.app.state.runtime
     caller = (await identify(rt, request.scope)).require()
     if caller.scope != "session":
@@ -34,17 +35,12 @@ async def _identified(request: Request) -> Caller:
     return caller
 
 
-async def get_caller(request: Request) -> Caller:
-    """Any valid token, session tokens included (for /me and /api-key); API keys must pass the plan gate."""
-    return await _identified(request)
-
-
 AnyCaller = Annotated[Caller, Depends(get_caller)]
 
 
 async def get_api_caller(request: Request) -> Caller:
     """An API key (not a session token) of an account whose plan allows API access."""
-    caller = await _identified(request)
+    caller = await get_caller(request)
     accounts.require_api_key(caller)
     return caller
 
@@ -54,7 +50,7 @@ ApiCaller = Annotated[Caller, Depends(get_api_caller)]
 
 async def get_key_manager(request: Request) -> Caller:
     """A session token or a full key: declared before a body, so a public key gets its 403 before a 400 or 422."""
-    caller = await _identified(request)
+    caller = await get_caller(request)
     keys.require_key_manager(caller)
     return caller
 
