@@ -44,6 +44,7 @@ from sqlalchemy.sql.dml import ValuesBase
 from sqlalchemy.sql.elements import ClauseElement
 
 from slugline.clock import isoformat
+from slugline.pgwire import Wire
 
 # Virtual-machine steps one statement may take here before it is interrupted, in ticks of TICK_STEPS. A primary-key
 # read takes ~50 and a 100-row page down an index a few thousand; counting or sorting a large account takes hundreds
@@ -194,13 +195,13 @@ class _Connections:
     """One event loop's connections: psycopg's async connections belong to the loop that opened them."""
 
     def __init__(self) -> None:
-        self.idle: list[psycopg.AsyncConnection[Any]] = []
+        self.idle: list[Wire] = []
         self.open = 0
         # Callers waiting for a connection, first come first served: each is handed one as it is given back (or
         # None, a slot freed by a closed connection, which the caller then opens itself).
-        self.waiting: collections.deque[asyncio.Future[psycopg.AsyncConnection[Any] | None]] = collections.deque()
+        self.waiting: collections.deque[asyncio.Future[Wire | None]] = collections.deque()
 
-    def release(self, conn: psycopg.AsyncConnection[Any] | None) -> None:
+    def release(self, conn: Wire | None) -> None:
         """A connection given back (None: one closed, so its slot is free), to the first caller still waiting."""
         while self.waiting:
             turn = self.waiting.popleft()
@@ -231,7 +232,7 @@ class PgLoopReader:
         self.declined = 0
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Connections] = weakref.WeakKeyDictionary()
 
-    async def _connection(self, pool: _Connections) -> psycopg.AsyncConnection[Any] | None:
+    async def _connection(self, pool: _Connections) -> Wire | None:
         if pool.idle:
             return pool.idle.pop()
         if pool.open < self.size:
@@ -239,7 +240,7 @@ class PgLoopReader:
             return await self._open(pool)
         if not pool.open or self.wait <= 0:
             return None
-        turn: asyncio.Future[psycopg.AsyncConnection[Any] | None] = asyncio.get_running_loop().create_future()
+        turn: asyncio.Future[Wire | None] = asyncio.get_running_loop().create_future()
         pool.waiting.append(turn)
         try:
             async with asyncio.timeout(self.wait):
@@ -252,16 +253,16 @@ class PgLoopReader:
             raise
         return conn if conn is not None else await self._open(pool)
 
-    async def _open(self, pool: _Connections) -> psycopg.AsyncConnection[Any]:
+    async def _open(self, pool: _Connections) -> Wire:
         """A new connection in a slot already counted in `pool.open`; the slot is freed if it cannot be opened."""
         try:
-            return await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=READ_SECONDS)
+            return await Wire.open(self.url, connect_timeout=READ_SECONDS)
         except BaseException:
             pool.release(None)
             raise
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
+    async def connection(self) -> AsyncIterator[Wire | None]:
         """One of this event loop's connections (None: none came in time), given back afterwards if it is idle and
         sound, closed otherwise: a statement cut off (an error, a timeout, a cancelled request) leaves it in an
         unknown state, and it is never reused."""
@@ -273,10 +274,10 @@ class PgLoopReader:
         try:
             yield conn
         finally:
-            if _sound(conn):
+            if conn.sound:
                 pool.release(conn)
             else:  # closed at once, without waiting: a cancelled request must not wait on the server
-                conn.pgconn.finish()
+                conn.close()
                 pool.release(None)
 
     async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
@@ -287,8 +288,7 @@ class PgLoopReader:
             async with self.connection() as conn:
                 if conn is not None:
                     async with asyncio.timeout(READ_SECONDS):
-                        cursor = await conn.execute(query.sql, query.named(binds), prepare=True)
-                        found = await cursor.fetchall()
+                        found = await conn.rows(query.sql, query.named(binds))
         except (psycopg.Error, OSError, TimeoutError):
             pass
         if found is None:
@@ -299,21 +299,11 @@ class PgLoopReader:
         """Closes this event loop's idle connections."""
         pool = self._loops.pop(asyncio.get_running_loop(), None)
         for conn in pool.idle if pool is not None else ():
-            await _close_quietly(conn)
+            conn.close()
 
     def close(self) -> None:
         """Forgets the connections (they close with their event loop, or when the process ends)."""
         self._loops.clear()
-
-
-def _sound(conn: psycopg.AsyncConnection[Any]) -> bool:
-    """Open, and outside any transaction or statement: fit for the next caller."""
-    return not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-
-
-async def _close_quietly(conn: psycopg.AsyncConnection[Any]) -> None:
-    with contextlib.suppress(Exception):
-        await conn.close()
 
 
 def iso(text: str | None) -> str | None:

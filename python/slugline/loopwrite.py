@@ -45,6 +45,7 @@ from sqlalchemy import Dialect, Executable
 from sqlalchemy.orm import Session
 
 from slugline.loopread import READ_SECONDS, PgLoopReader, named, plain
+from slugline.pgwire import Wire
 
 if TYPE_CHECKING:
     from slugline.db import WriterLock
@@ -211,9 +212,15 @@ class PgLoopWriter:
                     self.declined += 1
                     return None
                 run = functools.partial(self._run, conn)
-                async with asyncio.timeout(READ_SECONDS), conn.transaction():
-                    done = await work(run)
-                    committing = True  # the block's end sends the COMMIT
+                async with asyncio.timeout(READ_SECONDS):
+                    await conn.command(b"BEGIN")
+                    try:
+                        done = await work(run)
+                    except Exception:
+                        await _roll_back(conn)
+                        raise
+                    committing = True
+                    await conn.command(b"COMMIT")
                 return done
         except psycopg.IntegrityError as exc:
             raise Taken(str(exc)) from exc
@@ -238,40 +245,30 @@ class PgLoopWriter:
             if conn is None:
                 self.declined += 1
                 return None
-            cursor = psycopg.AsyncClientCursor(conn)
             try:
                 async with asyncio.timeout(READ_SECONDS):
-                    await self._send(cursor, "BEGIN; ", statement, binds, "")
-                    cursor.nextset()
-                    found = await cursor.fetchall()
+                    found = await self._send(conn, "BEGIN; ", statement, binds, "")
             except (psycopg.Error, OSError, TimeoutError):
                 self.declined += 1
                 return None  # the connection is left in its transaction, so it is closed, never reused
             try:
                 written, values = then(found)
             except BaseException:
-                with contextlib.suppress(psycopg.Error, OSError, TimeoutError):
-                    async with asyncio.timeout(READ_SECONDS):
-                        await conn.execute("ROLLBACK")
+                await _roll_back(conn)
                 raise
             try:
                 async with asyncio.timeout(READ_SECONDS):
-                    await self._send(cursor, "", written, values, "; COMMIT")
-                    return await cursor.fetchall()
+                    return await self._send(conn, "", written, values, "; COMMIT")
             except (psycopg.Error, OSError, TimeoutError) as exc:
                 self._failed_once_sent(exc)
                 return None
 
     async def _send(
-        self,
-        cursor: psycopg.AsyncClientCursor[Any],
-        before: str,
-        statement: Executable,
-        binds: dict[str, Any],
-        after: str,
-    ) -> None:
+        self, conn: Wire, before: str, statement: Executable, binds: dict[str, Any], after: str
+    ) -> list[tuple[Any, ...]]:
+        """`statement` between `before` and `after` as one query, its values in the text: the statement's rows."""
         query = named(self.reader.dialect, statement, frozenset(binds))
-        await cursor.execute(before + query.sql + after, query.named(binds))
+        return await conn.script(before + query.sql + after, query.named(binds))
 
     async def alone(self, statement: Executable, binds: dict[str, Any]) -> Sequence[Any] | None:
         """One statement as its own transaction (the connections are in autocommit): one round trip, with no BEGIN
@@ -299,7 +296,15 @@ class PgLoopWriter:
             return
         raise CommitUnknown(str(exc)) from exc
 
-    async def _run(self, conn: psycopg.AsyncConnection[Any], statement: Executable, binds: dict[str, Any]) -> list[Any]:
+    async def _run(self, conn: Wire, statement: Executable, binds: dict[str, Any]) -> list[Any]:
         query = named(self.reader.dialect, statement, frozenset(binds))
-        cursor = await conn.execute(query.sql, query.named(binds), prepare=True)
-        return await cursor.fetchall() if cursor.description is not None else []
+        return await conn.rows(query.sql, query.named(binds))
+
+
+async def _roll_back(conn: Wire) -> None:
+    """Ends a transaction the server still has open (its statement answered); one cut off in flight cannot be
+    ended here, and its connection is closed instead."""
+    if conn.in_transaction:
+        with contextlib.suppress(psycopg.Error, OSError, TimeoutError):
+            async with asyncio.timeout(READ_SECONDS):
+                await conn.command(b"ROLLBACK")

@@ -428,7 +428,7 @@ def test_on_postgresql_a_loop_create_is_one_statement_and_still_prunes_the_feed(
     sent: list[str] = []
     run = writer._run
 
-    async def counted(conn: psycopg.AsyncConnection[Any], statement: Any, binds: dict[str, Any]) -> list[Any]:
+    async def counted(conn: Any, statement: Any, binds: dict[str, Any]) -> list[Any]:
         sent.append(str(statement).split()[0])
         return await run(conn, statement, binds)
 
@@ -492,11 +492,11 @@ def test_on_postgresql_a_loop_update_takes_its_round_trips_and_waits_for_the_row
     sent: list[str] = []
     send, run = writer._send, writer._run
 
-    async def counted(cursor: Any, before: str, statement: Any, binds: dict[str, Any], after: str) -> None:
+    async def counted(conn: Any, before: str, statement: Any, binds: dict[str, Any], after: str) -> list[Any]:
         sent.append(f"{before}{str(statement).split()[0]}{after}")
-        await send(cursor, before, statement, binds, after)
+        return await send(conn, before, statement, binds, after)
 
-    async def counted_alone(conn: psycopg.AsyncConnection[Any], statement: Any, binds: dict[str, Any]) -> list[Any]:
+    async def counted_alone(conn: Any, statement: Any, binds: dict[str, Any]) -> list[Any]:
         sent.append(str(statement).split()[0])
         return await run(conn, statement, binds)
 

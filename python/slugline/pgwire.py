@@ -1,0 +1,188 @@
+"""A psycopg async connection driven straight through its libpq connection, for the event loop's small statements.
+
+psycopg's async `execute` and `fetchall` cost ~200 µs of the worker's CPU for a primary-key read on this project's
+machines, of which ~100 µs is psycopg's own machinery around libpq (its lock, its generators, and registering and
+removing the socket with the event loop at every wait, each a system call). `Wire` sends the same statement through
+the same libpq connection and loads the rows with the same psycopg adapters (`Transformer`), so values come back
+exactly as a cursor gives them, in about half that: the socket stays registered with the loop while the connection
+lives, and a statement is prepared once per connection and then sent in one message.
+
+A `Wire` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (an error
+in the middle, a cancelled request, a timeout) leaves it unsound (`sound` is False), and it must then be closed,
+never reused: the server may still be answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import pq
+from psycopg._queries import PostgresClientQuery, PostgresQuery  # how psycopg's cursors turn values into a query
+from psycopg.adapt import Transformer
+from psycopg.errors import error_from_result
+from psycopg.types.json import set_json_loads
+
+MAX_PREPARED = 128  # statements prepared per connection; any further one is sent unprepared
+# Prepared statements the server has dropped or can no longer run (a migration changed a table under them).
+STALE_PREPARED = frozenset({"0A000", "26000"})
+ROWS = frozenset({pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE})
+DONE = frozenset({pq.ExecStatus.COMMAND_OK, pq.ExecStatus.EMPTY_QUERY, *ROWS})
+IDLE = pq.TransactionStatus.IDLE
+TEXT = pq.Format.TEXT
+
+
+class Wire:
+    """One open connection's statements: `rows` (one statement, its values bound by the server) and `script`
+    (several statements in one message, the values in its text). Made by `open`."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
+        self.conn = conn  # kept for its adapters, and so that it is not collected while its libpq connection works
+        self.pgconn = conn.pgconn
+        self._loop = loop
+        self._fd = self.pgconn.socket
+        self._tx = Transformer(conn)
+        self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
+        self._waiter: asyncio.Future[None] | None = None
+        self._busy = False  # a statement in flight, or cut off in flight
+        self._retired = False
+        self._watched = True
+        loop.add_reader(self._fd, self._readable)
+
+    @classmethod
+    async def open(cls, url: str, connect_timeout: float) -> Wire:
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=int(connect_timeout))
+        set_json_loads(orjson.loads, conn)
+        conn.pgconn.nonblocking = 1
+        return cls(conn, asyncio.get_running_loop())
+
+    @property
+    def sound(self) -> bool:
+        """Open, with nothing in flight and outside any transaction: fit for the next caller."""
+        return (
+            self._watched
+            and not self._busy
+            and not self._retired
+            and self.pgconn.status == pq.ConnStatus.OK
+            and self.pgconn.transaction_status == IDLE
+        )
+
+    @property
+    def in_transaction(self) -> bool:
+        """Nothing in flight, and a transaction open (or failed) on the server."""
+        return (
+            self._watched
+            and not self._busy
+            and self.pgconn.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR)
+        )
+
+    def close(self) -> None:
+        """Closed at once, without waiting for the server (a cancelled request must not wait on it)."""
+        self._unwatch()
+        self.pgconn.finish()
+
+    async def rows(self, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """One statement (`%(name)s` placeholders), prepared on this connection the first time it is sent: its rows,
+        or none for a statement that returns none. An error the server answered raises psycopg's exception for it."""
+        converted = PostgresQuery(self._tx)
+        converted.convert(sql, params)
+        key = (converted.query, tuple(converted.types))
+        name = self._prepared.get(key)
+        if name is None and len(self._prepared) < MAX_PREPARED:
+            name = b"sl_%d" % len(self._prepared)
+            self._start()
+            self.pgconn.send_prepare(name, converted.query, param_types=converted.types)
+            await self._results(name)
+            self._prepared[key] = name
+        self._start()
+        if name is None:
+            self.pgconn.send_query_params(converted.query, converted.params, converted.types, converted.formats, TEXT)
+        else:
+            self.pgconn.send_query_prepared(name, converted.params, converted.formats, TEXT)
+        return await self._results(name)
+
+    async def script(self, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Several statements sent as one (psycopg binds the values in the text, as its client-side cursors do): the
+        rows of the last that returns any. The first error stops the rest, and raises."""
+        converted = PostgresClientQuery(self._tx)
+        converted.convert(sql, params)
+        self._start()
+        self.pgconn.send_query(converted.query)
+        return await self._results(None)
+
+    async def command(self, sql: bytes) -> None:
+        """A statement with no values and no rows (`BEGIN`, `COMMIT`, `ROLLBACK`)."""
+        self._start()
+        self.pgconn.send_query(sql)
+        await self._results(None)
+
+    def _start(self) -> None:
+        if self._busy or not self._watched:
+            raise psycopg.InterfaceError("the connection is not fit for another statement")
+        self._busy = True
+
+    async def _results(self, prepared: bytes | None) -> list[tuple[Any, ...]]:
+        """Waits for every result of what was sent; the rows of the last that has any."""
+        pgconn = self.pgconn
+        while pgconn.flush():  # a message too large for the socket's buffer: the rest when it drains
+            await self._writable()
+        found: list[tuple[Any, ...]] = []
+        error: psycopg.Error | None = None
+        await self._readable_soon()  # nothing can have come back yet: no read until the loop sees the socket ready
+        while True:
+            pgconn.consume_input()
+            if pgconn.is_busy():
+                await self._readable_soon()
+                continue
+            result = pgconn.get_result()
+            if result is None:
+                break
+            if result.status in ROWS:
+                self._tx.set_pgresult(result)
+                found = self._tx.load_rows(0, result.ntuples, tuple)
+            elif result.status not in DONE and error is None:
+                error = error_from_result(result)
+        self._busy = False
+        if error is not None:
+            if prepared is not None and error.sqlstate in STALE_PREPARED:
+                self._retired = True  # its statements are all suspect: the next caller gets a new connection
+            raise error
+        return found
+
+    async def _readable_soon(self) -> None:
+        waiter = self._waiter = self._loop.create_future()
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    async def _writable(self) -> None:
+        ready = self._loop.create_future()
+        self._loop.add_writer(self._fd, ready.set_result, None)
+        try:
+            await ready
+        finally:
+            self._loop.remove_writer(self._fd)
+
+    def _readable(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+            return
+        # Nobody waits: the server spoke on its own (a notice, or it is closing the connection). Read it, so the
+        # socket does not stay readable; a connection that cannot be read is done for.
+        try:
+            self.pgconn.consume_input()
+        except psycopg.Error:
+            self._unwatch()
+
+    def _unwatch(self) -> None:
+        if self._watched:
+            self._watched = False
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self._fd)

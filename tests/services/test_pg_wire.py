@@ -1,0 +1,116 @@
+"""`slugline.pgwire.Wire`, the loop's PostgreSQL connections driven through libpq: the same values as psycopg's own
+cursors give, and a connection the server closed, or whose prepared statements a migration made stale, is never
+handed to the next caller."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+
+from slugline.pgwire import Wire
+from tests.helpers import POSTGRES_ONLY
+
+T = TypeVar("T")
+pytestmark = POSTGRES_ONLY
+
+VALUES = "SELECT %(n)s::bigint, %(t)s::text, %(j)s::json, %(b)s::jsonb, %(w)s::timestamptz, %(none)s::text, 1.5::float8"
+BINDS = {
+    "n": 2**40,
+    "t": "Ünïcode — “quotes” %s \\ back\nslash",
+    "j": '{"a": [1, "x"]}',
+    "b": '["émoji😀"]',
+    "w": datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC),
+    "none": None,
+}
+
+
+def run(database_url: str, scenario: Callable[[Wire], Awaitable[T]]) -> T:
+    async def main() -> T:
+        wire = await Wire.open(database_url, connect_timeout=3)
+        try:
+            return await scenario(wire)
+        finally:
+            wire.close()
+
+    with asyncio.Runner() as runner:
+        return runner.run(main())
+
+
+def test_rows_are_the_values_psycopgs_cursor_gives(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        expected = conn.execute(VALUES, BINDS).fetchall()
+
+    async def scenario(wire: Wire) -> list[Any]:
+        first = await wire.rows(VALUES, BINDS)  # prepared, then run
+        again = await wire.rows(VALUES, BINDS)  # run as prepared
+        script = await wire.script("BEGIN; " + VALUES + "; COMMIT", BINDS)  # values in the text
+        assert wire.sound
+        return [first, again, script]
+
+    found = run(database_url, scenario)
+    assert found == [expected] * 3
+    assert found[0][0][2] == {"a": [1, "x"]} and found[0][0][3] == ["émoji😀"]
+
+
+def test_an_error_the_server_answers_raises_and_leaves_the_connection_fit(database_url: str) -> None:
+    async def scenario(wire: Wire) -> list[Any]:
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await wire.rows("SELECT 1 / %(zero)s", {"zero": 0})
+        assert wire.sound
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await wire.script("BEGIN; SELECT 1 / 0; SELECT 2", {})
+        assert not wire.sound and wire.in_transaction  # a failed transaction: rolled back before any reuse
+        await wire.command(b"ROLLBACK")
+        assert wire.sound
+        return await wire.rows("SELECT %(n)s::int + 1", {"n": 1})
+
+    assert run(database_url, scenario) == [(2,)]
+
+
+def test_a_statement_cut_off_in_flight_leaves_the_connection_unfit(database_url: str) -> None:
+    async def scenario(wire: Wire) -> bool:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.1):
+                await wire.rows("SELECT pg_sleep(5)", {})
+        return wire.sound
+
+    assert run(database_url, scenario) is False
+
+
+def test_a_connection_the_server_closes_while_idle_is_unfit_and_the_loop_does_not_spin(database_url: str) -> None:
+    async def scenario(wire: Wire) -> tuple[bool, float]:
+        (pid,) = (await wire.rows("SELECT pg_backend_pid()", {}))[0]
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        started = time.process_time()
+        deadline = time.monotonic() + 5
+        while wire.sound and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # a socket left readable and unread would have the loop call back without end
+        return wire.sound, time.process_time() - started
+
+    sound, cpu = run(database_url, scenario)
+    assert not sound
+    assert cpu < 0.15
+
+
+def test_prepared_statements_a_migration_made_stale_retire_the_connection(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute("CREATE TABLE wire_probe (a int)")
+        admin.execute("INSERT INTO wire_probe VALUES (1)")
+
+    async def scenario(wire: Wire) -> bool:
+        assert await wire.rows("SELECT * FROM wire_probe WHERE a = %(a)s", {"a": 1}) == [(1,)]
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("ALTER TABLE wire_probe ADD COLUMN b int")
+        with pytest.raises(psycopg.errors.FeatureNotSupported):  # "cached plan must not change result type"
+            await wire.rows("SELECT * FROM wire_probe WHERE a = %(a)s", {"a": 1})
+        return wire.sound
+
+    assert run(database_url, scenario) is False
