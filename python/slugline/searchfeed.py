@@ -31,9 +31,13 @@ async def record(run: Run, account_id: int, version: int, link_id: str) -> None:
     await prune(run, account_id, version)
 
 
+def prune_due(version: int) -> bool:
+    return version % PRUNE_EVERY == 0
+
+
 async def prune(run: Run, account_id: int, version: int) -> None:
     """Rows too old to keep go, on every `PRUNE_EVERY`-th version (in its transaction, or just after it)."""
-    if version % PRUNE_EVERY == 0:
+    if prune_due(version):
         await run(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
 
 

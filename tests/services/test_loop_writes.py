@@ -24,6 +24,7 @@ from slugline.caller import Caller
 from slugline.db import WriterLock, unavailable
 from slugline.errors import Conflict, Invalid, NotFound
 from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run
+from slugline.pgwire import Wire
 from slugline.runtime import Runtime
 from slugline.services import links
 from tests.helpers import POSTGRES_ONLY, POSTGRES_URL, SQLITE_ONLY, Account
@@ -432,7 +433,14 @@ def test_on_postgresql_a_loop_create_is_one_statement_and_still_prunes_the_feed(
         sent.append(str(statement).split()[0])
         return await run(conn, statement, binds)
 
+    command = Wire.command
+
+    async def counted_command(wire: Wire, sql: bytes) -> None:
+        sent.append(sql.decode())
+        await command(wire, sql)
+
     monkeypatch.setattr(writer, "_run", counted)
+    monkeypatch.setattr(Wire, "command", counted_command)
     version = _version(runtime)
     made = _make(runtime, caller, now, {"destination_url": "https://e.test/", "title": "one"})
     assert made is not None and sent == ["WITH"]  # no BEGIN, no COMMIT: one round trip
@@ -448,7 +456,7 @@ def test_on_postgresql_a_loop_create_is_one_statement_and_still_prunes_the_feed(
             text("UPDATE accounts SET links_version = :v WHERE id = :a"), {"v": nxt - 1, "a": caller.account_id}
         )
     assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None
-    assert sent == ["WITH", "WITH", "DELETE"] and writer.declined == 0
+    assert sent == ["WITH", "WITH", "BEGIN", "DELETE", "COMMIT"] and writer.declined == 0
     with runtime.db.engine.connect() as conn:
         found = conn.execute(
             text("SELECT min(version) FROM link_changes WHERE account_id = :a"), {"a": caller.account_id}
