@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from sqlalchemy import JSON, BigInteger, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
@@ -81,6 +82,26 @@ class Link(Base):
     updated_at: Mapped[datetime] = mapped_column(Timestamp)
 
     __table_args__ = (Index("ix_links_account_created", "account_id", "created_at"),)
+
+
+@dataclass(slots=True, kw_only=True)
+class LinkRecord:
+    """A link's columns as plain attributes, for the writes that go to the tables with Core statements (a create, an
+    update): making an ORM `Link` and reading it back cost a create ~8% of its CPU, for bookkeeping nothing used."""
+
+    id: str
+    account_id: int
+    slug: str
+    destination_url: str
+    title: str | None = None
+    description: str | None = None
+    note: str | None = None
+    hashtags: list[str] = field(default_factory=list)
+    visibility: str
+    password_hash: str | None = None
+    clicks: int = 0
+    created_at: datetime
+    updated_at: datetime
 
 
 class LinkChange(Base):

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from slugline import searchfeed
 from slugline._core import SearchIndex
 from slugline.clock import epoch_micros
-from slugline.models import Account, Link
+from slugline.models import Account, Link, LinkRecord
 from slugline.visibility import PUBLIC_LEVELS
 
 T = TypeVar("T")
@@ -98,7 +98,7 @@ class SearchCache:
         self,
         account_id: int,
         new_version: int,
-        link: Link | None,
+        link: Link | LinkRecord | None,
         removed_id: str | None = None,
         wait: bool = True,
     ) -> None:

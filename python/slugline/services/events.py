@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from slugline.models import Link
+from slugline.models import Link, LinkRecord
 from slugline.runtime import Runtime
 
 
-def link_saved(rt: Runtime, account_id: int, version: int, link: Link, old_slug: str | None, wait: bool = True) -> None:
+def link_saved(
+    rt: Runtime, account_id: int, version: int, link: Link | LinkRecord, old_slug: str | None, wait: bool = True
+) -> None:
     """`wait=False` (on the event loop): a search index busy in a thread is left to catch up by itself."""
     rt.search.changed(account_id, version, link, wait=wait)
     for hook in rt.link_hooks:

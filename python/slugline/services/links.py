@@ -33,7 +33,7 @@ from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
 from slugline.loopwrite import CommitUnknown, PgLoopWriter, Run, Taken, drive, session_run
-from slugline.models import Account, Link
+from slugline.models import Account, Link, LinkRecord
 from slugline.runtime import Runtime
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams, non_null_fields
 from slugline.services import events
@@ -67,8 +67,8 @@ _GET_PUBLIC = _GET.where(Link.visibility.in_(PUBLIC_LEVELS))
 LinkRow = Row[*tuple[Any, ...]]
 
 
-def link_dict(link: Link | LinkRow, base_url: str) -> dict[str, Any]:
-    """A link's JSON, from a Link or a row of the SHOWN columns."""
+def link_dict(link: Link | LinkRecord | LinkRow, base_url: str) -> dict[str, Any]:
+    """A link's JSON, from a Link, a LinkRecord or a row of the SHOWN columns."""
     return link_json(tuple(getattr(link, name) for name in SHOWN_NAMES), base_url)
 
 
@@ -200,7 +200,7 @@ def create_link(
     body = checked or check_create(caller, data)
     password_hash = _core.hash_password(body.password) if body.password else None
 
-    async def insert(link: Link) -> int | None:
+    async def insert(link: LinkRecord) -> int | None:
         return _insert(rt, link)
 
     return drive(_create(rt, caller, body, fetched, password_hash, insert))
@@ -215,7 +215,7 @@ async def create_link_now(
     if writer is None or body.password:
         return None
 
-    async def insert(link: Link) -> int | None:
+    async def insert(link: LinkRecord) -> int | None:
         try:
             if isinstance(writer, PgLoopWriter):
                 version = await _write_new_at_once(writer, link)
@@ -243,7 +243,7 @@ async def _create(
     body: LinkCreate,
     fetched: dict[str, str] | None,
     password_hash: str | None,
-    insert: Callable[[Link], Awaitable[int | None]],
+    insert: Callable[[LinkRecord], Awaitable[int | None]],
     wait: bool = True,
 ) -> dict[str, Any]:
     """Makes the link with `insert` (the account's new links version, or None when the slug is taken), drawing a
@@ -254,17 +254,15 @@ async def _create(
             fields[name] = value
     for _ in range(SLUG_ATTEMPTS):
         now = utcnow()
-        link = Link(
+        link = LinkRecord(
             id=_core.generate_link_id(),
             account_id=caller.account_id,
             clicks=0,
             created_at=now,
             updated_at=now,
             password_hash=password_hash,
-            **{"hashtags": [], **fields},
+            **{"hashtags": [], "slug": _core.generate_slug() if body.slug is None else body.slug, **fields},
         )
-        if body.slug is None:
-            link.slug = _core.generate_slug()
         version = await insert(link)
         if version is not None:
             events.link_saved(rt, caller.account_id, version, link, None, wait=wait)
@@ -274,7 +272,7 @@ async def _create(
     raise Conflict(f"slug '{link.slug}' is already taken")
 
 
-def _insert(rt: Runtime, link: Link) -> int | None:
+def _insert(rt: Runtime, link: LinkRecord) -> int | None:
     """The account's new links version, or None when the slug is taken."""
     try:
         with rt.db.writing() as session:
@@ -283,12 +281,12 @@ def _insert(rt: Runtime, link: Link) -> int | None:
         return None
 
 
-async def _write_new(link: Link, run: Run) -> int:
+async def _write_new(link: LinkRecord, run: Run) -> int:
     await run(_INSERT, {name: getattr(link, name) for name in COLUMNS})
     return await _bump(run, link.account_id, link.id)
 
 
-async def _write_new_at_once(writer: PgLoopWriter, link: Link) -> int | None:
+async def _write_new_at_once(writer: PgLoopWriter, link: LinkRecord) -> int | None:
     """`_write_new` in one statement (PostgreSQL, on the loop); None: declined."""
     made = await writer.alone(_CREATE_AT_ONCE, {name: getattr(link, name) for name in COLUMNS})
     if made is None:
@@ -535,7 +533,7 @@ async def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) 
     return link_dict(link, caller.base_url)
 
 
-async def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[Link, str, int]:
+async def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[LinkRecord, str, int]:
     """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
     the tables, no ORM bookkeeping: `link` is never added to a session."""
     found = await run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id))
@@ -544,12 +542,12 @@ async def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[Li
     return link, old_slug, await _bump(run, caller.account_id, link.id)
 
 
-def _changed(caller: Caller, found: Sequence[Any], data: Any) -> tuple[Link, str, dict[str, Any]]:
+def _changed(caller: Caller, found: Sequence[Any], data: Any) -> tuple[LinkRecord, str, dict[str, Any]]:
     """The stored row (`found`: it, or nothing) with the update applied: (the link, its slug before, the columns to
     write). Refuses what the update may not do."""
     if not found:
         raise NotFound(NOT_FOUND)
-    link = Link(**dict(zip(COLUMNS, found[0], strict=True)))
+    link = LinkRecord(**dict(zip(COLUMNS, found[0], strict=True)))
     old_slug = link.slug
     body, sent = _checked_update(caller, data)
     _apply_password(link, body, sent)
@@ -602,7 +600,7 @@ def _set_statement(fields: frozenset[str], public_only: bool) -> Select[Any]:
 
 async def _set_at_once(
     writer: PgLoopWriter, caller: Caller, link_id: str, data: Any
-) -> tuple[Link, str, int] | Literal[False] | None:
+) -> tuple[LinkRecord, str, int] | Literal[False] | None:
     """An update of `SET_ALONE` fields only, in one statement and one round trip. False: not such an update, or
     one refused (the locked path answers it, in the thread path's order: 404 before 422); None: declined."""
     if not isinstance(data, dict) or not data or not data.keys() <= SET_ALONE:
@@ -618,20 +616,20 @@ async def _set_at_once(
     if not done:
         raise NotFound(NOT_FOUND)
     version, *row = done[0]
-    link = Link(**dict(zip(COLUMNS, row, strict=True)))
+    link = LinkRecord(**dict(zip(COLUMNS, row, strict=True)))
     await _prune(writer, caller.account_id, version)
     return link, link.slug, version
 
 
 async def _change_at_once(
     writer: PgLoopWriter, caller: Caller, link_id: str, data: Any
-) -> tuple[Link, str, int] | None:
+) -> tuple[LinkRecord, str, int] | None:
     """`_change` on PostgreSQL in two round trips (`PgLoopWriter.locked`): the row read and locked, then the update,
     the version bump and the feed row in one statement, with the COMMIT. None: declined."""
     at_once = await _set_at_once(writer, caller, link_id, data)
     if at_once is not False:
         return at_once
-    made: list[tuple[Link, str]] = []
+    made: list[tuple[LinkRecord, str]] = []
 
     def then(found: Sequence[Any]) -> tuple[Select[Any], dict[str, Any]]:
         link, old_slug, changes = _changed(caller, found, data)
@@ -650,7 +648,7 @@ async def _change_at_once(
     return *made[0], version
 
 
-def _apply_password(link: Link, body: LinkUpdate, sent: set[str]) -> None:
+def _apply_password(link: LinkRecord, body: LinkUpdate, sent: set[str]) -> None:
     target = body.visibility if "visibility" in sent else link.visibility
     if target == Visibility.PASSWORD:
         if body.password:
