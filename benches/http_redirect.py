@@ -13,6 +13,7 @@ links (`/bench-0` ...), as traffic spread over many links does. Afterwards the c
 What one click costs Slugline's workers is read from /proc: the CPU of the serving (main) thread and of every other
 thread per request, over the `GET` rounds (a click each) and over one round of `HEAD` (which records none); the
 difference is the click's share. Everything the click costs in Rust and the database runs off the serving thread.
+The bare app's workers are read the same way over its own rounds, for the CPU a redirect costs with no Slugline.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def main() -> int:
                     body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}"}
                     client.post("/api/v1/links", json=body).raise_for_status()
             urls = {"nginx": nginx_url, "bare Granian": bare_base, "slugline": base}
-            results, cpu = measure(urls, script, args, server)
+            results, cpu = measure(urls, script, args, {"bare Granian": bare, "slugline": server})
             before_head = worker_threads_cpu(server)
             head_script = lua_request("HEAD", BROWSER) + lua_paths(paths)
             head = wrk(urls["slugline"], args.duration, args.connections, args.threads, head_script)
@@ -86,12 +87,16 @@ def main() -> int:
             stop(bare)
             stop(server)  # SIGTERM: the buffered clicks are flushed
         report(results, args)
-        clicks = sum(run.responses for run in results["slugline"])
-        with_click = [seconds / clicks * 1e6 for seconds in cpu_split(*cpu)]
+        per_request = {
+            label: [seconds / sum(run.responses for run in results[label]) * 1e6 for seconds in cpu_split(*used)]
+            for label, used in cpu.items()
+        }
+        with_click, bare_cpu = per_request["slugline"], per_request["bare Granian"]
         without = [seconds / head.responses * 1e6 for seconds in cpu_split(before_head, after_head)]
         print(
             f"  worker CPU per request, µs: GET (records a click) serving thread {with_click[0]:.2f}, other threads "
-            f"{with_click[1]:.2f}; HEAD (no click) serving thread {without[0]:.2f}, other threads {without[1]:.2f}"
+            f"{with_click[1]:.2f}; HEAD (no click) serving thread {without[0]:.2f}, other threads {without[1]:.2f}; "
+            f"bare Granian GET serving thread {bare_cpu[0]:.2f}, other threads {bare_cpu[1]:.2f}"
         )
         stored = count_clicks(env["SLUGLINE_DATABASE_URL"])
     # wrk's count misses requests still in flight when a run ends; the server answered (and recorded) those too.
@@ -106,27 +111,29 @@ Cpu = dict[tuple[int, int], float]
 
 
 def measure(
-    urls: dict[str, str], script: str, args: argparse.Namespace, server: subprocess.Popen[bytes]
-) -> tuple[dict[str, list[Run]], tuple[Cpu, Cpu]]:
-    """The runs of each server, and the slugline workers' CPU before and after its own runs (summed)."""
+    urls: dict[str, str], script: str, args: argparse.Namespace, servers: dict[str, subprocess.Popen[bytes]]
+) -> tuple[dict[str, list[Run]], dict[str, tuple[Cpu, Cpu]]]:
+    """The runs of each server, and the workers' CPU of each of `servers` before and after its own runs (summed)."""
     for url in urls.values():
         wrk(url, 2, args.connections, args.threads, script)  # warm-up, not counted
     results: dict[str, list[Run]] = {label: [] for label in urls}
-    start: Cpu = {}
-    end: Cpu = {}
+    cpu: dict[str, tuple[Cpu, Cpu]] = {label: ({}, {}) for label in servers}
     for round_no in range(args.rounds):
         for label, url in urls.items():
-            before = worker_threads_cpu(server) if label == "slugline" else {}
+            server = servers.get(label)
+            before = worker_threads_cpu(server) if server is not None else {}
             results[label].append(wrk(url, args.duration, args.connections, args.threads, script))
-            if label == "slugline":
-                time.sleep(1.2)  # the last clicks are flushed, and their CPU counted
+            if server is not None:
+                if label == "slugline":
+                    time.sleep(1.2)  # the last clicks are flushed, and their CPU counted
                 after = worker_threads_cpu(server)
+                start, end = cpu[label]
                 for key, seconds in after.items():
                     start[key] = start.get(key, 0.0) + before.get(key, 0.0)
                     end[key] = end.get(key, 0.0) + seconds
             run = results[label][-1]
             print(f"round {round_no + 1} {label:12s} {run.rps:10.0f} req/s  p99 {run.p99_ms:7.2f} ms", flush=True)
-    return results, (start, end)
+    return results, cpu
 
 
 def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:
