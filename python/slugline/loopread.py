@@ -14,8 +14,8 @@ thread (the ordinary path) whenever this cannot answer at once. On SQLite:
 - It is read-only (`PRAGMA query_only`), one connection per worker process, used by one caller at a time: if two
   event loops in one process meet here (tests), the second takes the thread path.
 
-On PostgreSQL the read is awaited on a psycopg async connection (see `PgLoopReader`): the loop serves other requests
-meanwhile.
+On PostgreSQL the read is awaited on a psycopg connection driven through libpq (`pgwire.Wire`, see `PgLoopReader`):
+the loop serves other requests meanwhile.
 
 Statements are the services' own SQLAlchemy Core statements, compiled once by the engine's dialect, so both paths
 read exactly the same rows.
@@ -192,7 +192,7 @@ class LoopReader:
 
 
 class _Connections:
-    """One event loop's connections: psycopg's async connections belong to the loop that opened them."""
+    """One event loop's connections: each is registered with the loop that opened it."""
 
     def __init__(self) -> None:
         self.idle: list[Wire] = []
@@ -215,7 +215,7 @@ class _Connections:
 
 
 class PgLoopReader:
-    """The same small reads on PostgreSQL, awaited on the event loop through psycopg's async connections: the loop
+    """The same small reads on PostgreSQL, awaited on the event loop through `pgwire.Wire` connections: the loop
     serves other requests while the server answers, and no worker thread or pooled connection is held.
 
     At most `size` connections per worker and event loop, opened as needed and kept. With all of them busy a read

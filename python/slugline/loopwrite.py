@@ -19,7 +19,7 @@ for. So a create tries this first, and takes the thread path whenever this canno
 - A write that fails is rolled back whole. A constraint it breaks (a taken slug) raises `Taken`; any other error
   (a full disk, a read-only file) declines it, and the thread path makes it again or gives the 503.
 
-On PostgreSQL the write's statements are awaited on one of the loop reader's psycopg async connections, in one
+On PostgreSQL the write's statements are awaited on one of the loop reader's connections (`pgwire.Wire`), in one
 transaction (see `PgLoopWriter`): the loop serves other requests meanwhile.
 
 A write is a coroutine function given a `Run` (one statement, its rows). The services write each transaction once,
