@@ -127,11 +127,14 @@ class Wire:
     async def _results(self, prepared: bytes | None) -> list[tuple[Any, ...]]:
         """Waits for every result of what was sent; the rows of the last that has any."""
         pgconn = self.pgconn
+        sent_at_once = True
         while pgconn.flush():  # a message too large for the socket's buffer: the rest when it drains
+            sent_at_once = False
             await self._writable()
         found: list[tuple[Any, ...]] = []
         error: psycopg.Error | None = None
-        await self._readable_soon()  # nothing can have come back yet: no read until the loop sees the socket ready
+        if sent_at_once:  # nothing can have been read yet: no read until the loop sees the socket ready
+            await self._readable_soon()
         while True:
             pgconn.consume_input()
             if pgconn.is_busy():

@@ -115,3 +115,24 @@ def test_prepared_statements_a_migration_made_stale_retire_the_connection(databa
         return wire.sound
 
     assert run(database_url, scenario) is False
+
+
+def test_a_statement_larger_than_the_sockets_buffer_is_sent_whole(database_url: str) -> None:
+    text = "é" * 4_000_000  # 8 MB: several times what the socket takes at once
+
+    waits: list[None] = []
+
+    async def scenario(wire: Wire) -> list[Any]:
+        writable = wire._writable
+
+        async def counted() -> None:
+            waits.append(None)
+            await writable()
+
+        wire._writable = counted  # type: ignore[method-assign]
+        return await wire.rows("SELECT length(%(t)s::text), md5(%(t)s::text)", {"t": text})
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        expected = conn.execute("SELECT length(%(t)s::text), md5(%(t)s::text)", {"t": text}).fetchall()
+    assert run(database_url, scenario) == expected == [(4_000_000, expected[0][1])]
+    assert waits  # the socket's buffer filled, and the rest went when it drained
