@@ -35,6 +35,16 @@ IDLE = pq.TransactionStatus.IDLE
 TEXT = pq.Format.TEXT
 
 
+class _Outcome:
+    """What the results of one message came to: the rows of the last that has any, and the first error."""
+
+    __slots__ = ("error", "rows")
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.error: psycopg.Error | None = None
+
+
 class Wire:
     """One open connection's statements: `rows` (one statement, its values bound by the server) and `script`
     (several statements in one message, the values in its text). Made by `open`."""
@@ -131,29 +141,32 @@ class Wire:
         while pgconn.flush():  # a message too large for the socket's buffer: the rest when it drains
             sent_at_once = False
             await self._writable()
-        found: list[tuple[Any, ...]] = []
-        error: psycopg.Error | None = None
+        outcome = _Outcome()
         if sent_at_once:  # nothing can have been read yet: no read until the loop sees the socket ready
             await self._readable_soon()
-        while True:
-            pgconn.consume_input()
-            if pgconn.is_busy():
-                await self._readable_soon()
-                continue
+        while not self._take_ready(outcome):
+            await self._readable_soon()
+        self._busy = False
+        if outcome.error is not None:
+            if prepared is not None and outcome.error.sqlstate in STALE_PREPARED:
+                self._retired = True  # its statements are all suspect: the next caller gets a new connection
+            raise outcome.error
+        return outcome.rows
+
+    def _take_ready(self, outcome: _Outcome) -> bool:
+        """One read of what the socket holds, and every result it completed taken; True once the last has come."""
+        pgconn = self.pgconn
+        pgconn.consume_input()
+        while not pgconn.is_busy():
             result = pgconn.get_result()
             if result is None:
-                break
+                return True
             if result.status in ROWS:
                 self._tx.set_pgresult(result)
-                found = self._tx.load_rows(0, result.ntuples, tuple)
-            elif result.status not in DONE and error is None:
-                error = error_from_result(result)
-        self._busy = False
-        if error is not None:
-            if prepared is not None and error.sqlstate in STALE_PREPARED:
-                self._retired = True  # its statements are all suspect: the next caller gets a new connection
-            raise error
-        return found
+                outcome.rows = self._tx.load_rows(0, result.ntuples, tuple)
+            elif result.status not in DONE and outcome.error is None:
+                outcome.error = error_from_result(result)
+        return False
 
     async def _readable_soon(self) -> None:
         waiter = self._waiter = self._loop.create_future()
