@@ -7,9 +7,10 @@ the same libpq connection and loads the rows with the same psycopg adapters (`Tr
 exactly as a cursor gives them, in about half that: the socket stays registered with the loop while the connection
 lives, and a statement is prepared once per connection and then sent in one message.
 
-A `Wire` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (an error
-in the middle, a cancelled request, a timeout) leaves it unsound (`sound` is False), and it must then be closed,
-never reused: the server may still be answering.
+A `Wire` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (a lost
+connection, a cancelled request, a timeout) leaves it unsound (`sound` is False), as does a transaction left open
+or stale prepared statements; it must then be closed, never reused: the server may still be answering. An error the
+server answered outside a transaction leaves it fit.
 """
 
 from __future__ import annotations
