@@ -5,6 +5,8 @@ handed to the next caller."""
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -123,6 +125,9 @@ def test_a_statement_larger_than_the_sockets_buffer_is_sent_whole(database_url: 
     waits: list[None] = []
 
     async def scenario(wire: Wire) -> list[Any]:
+        # A small send buffer, so the message cannot go at once however fast the server reads.
+        with socket.socket(fileno=os.dup(wire.pgconn.socket)) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
         writable = wire._writable
 
         async def counted() -> None:
