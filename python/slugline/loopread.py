@@ -264,8 +264,8 @@ class PgLoopReader:
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Wire | None]:
         """One of this event loop's connections (None: none came in time), given back afterwards if it is idle and
-        sound, closed otherwise: a statement cut off (an error, a timeout, a cancelled request) leaves it in an
-        unknown state, and it is never reused."""
+        sound, closed otherwise (see `Wire.sound`): a statement cut off (a lost connection, a timeout, a cancelled
+        request) leaves it in an unknown state, and it is never reused."""
         pool = self._loops.setdefault(asyncio.get_running_loop(), _Connections())
         conn = await self._connection(pool)
         if conn is None:
