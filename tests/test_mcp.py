@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from slugline.mcp.http import transport_security
+from slugline.mcp.http import AllowedNames
 from slugline.settings import Settings
 from tests.helpers import SQLITE_ONLY, Account, make_settings
 
@@ -91,14 +91,28 @@ def test_tool_errors_carry_the_service_message(client: TestClient, alice: Accoun
     "public_url, host, origin",
     [
         (None, "localhost:8000", "http://127.0.0.1:8000"),
+        (None, "LOCALHOST", "http://[::1]"),
         ("https://sl.example.org", "sl.example.org", "https://sl.example.org"),
+        ("https://sl.example.org", "Sl.Example.Org:443", "https://sl.example.org:8443"),
         ("http://[2001:db8::1]:8080/", "[2001:db8::1]:8080", "http://[2001:db8::1]:8080"),
     ],
 )
 def test_allowed_names_come_from_the_public_url(public_url: str | None, host: str, origin: str) -> None:
-    security = transport_security(Settings(public_url=public_url, secret_key="x" * 40))
-    assert security.enable_dns_rebinding_protection
-    assert host in security.allowed_hosts or host.rsplit(":", 1)[0] + ":*" in security.allowed_hosts
-    assert origin in security.allowed_origins or origin.rsplit(":", 1)[0] + ":*" in security.allowed_origins
-    if public_url is None:
-        assert all(h.startswith(("127.0.0.1", "localhost", "[::1]")) for h in security.allowed_hosts)
+    allowed = AllowedNames.of(Settings(public_url=public_url, secret_key="x" * 40))
+    assert allowed.host(host) and allowed.origin(origin) and allowed.origin(None) and allowed.origin("")
+
+
+@pytest.mark.parametrize(
+    "host, origin",
+    [
+        ("sl.example.org.attacker.example", "https://sl.example.org.attacker.example"),
+        ("attacker.example", "http://sl.example.org"),  # the scheme is part of the origin
+        ("sl.example.org:", "https://sl.example.org:"),
+        ("sl.example.org:80x", "https://sl.example.org:1:2"),
+        ("[2001:db8::1]", "https://[2001:db8::1]"),  # loopback and the public name only
+        ("", "null"),
+    ],
+)
+def test_other_names_are_refused(host: str, origin: str) -> None:
+    allowed = AllowedNames.of(Settings(public_url="https://sl.example.org", secret_key="x" * 40))
+    assert not allowed.host(host) and not allowed.origin(origin)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -29,6 +30,8 @@ from slugline.web.request import MAX_BODY, request_base
 from slugline.web.responses import error
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+# The gate below checks Host and Origin once, before the key; the SDK's transport still checks Content-Type.
+UNCHECKED = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 REFUSALS = {
     421: "Host '{host}' is not allowed for /mcp: set SLUGLINE_PUBLIC_URL to the URL clients use to reach this server",
     403: "Origin '{origin}' is not allowed for /mcp",
@@ -36,28 +39,50 @@ REFUSALS = {
 }
 
 
-def transport_security(settings: Settings) -> TransportSecuritySettings:
-    """Allowed Host and Origin values: the public URL's host (any port) and the loopback names."""
-    hosts, origins = list(LOOPBACK), [f"{scheme}://{name}" for scheme in ("http", "https") for name in LOOPBACK]
-    if settings.public_url:
-        parts = urlsplit(settings.public_url)
-        if parts.hostname:
-            name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-            hosts.append(name)
-            origins.append(f"{parts.scheme}://{name}")
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
-        allowed_origins=[*origins, *(f"{o}:*" for o in origins)],
-    )
+@dataclass(frozen=True, slots=True)
+class AllowedNames:
+    """The Host and Origin values /mcp accepts: the public URL's host and the loopback names, each on any port.
+
+    Names compare without regard to case, as DNS does. The SDK's own check is off: this one runs once per request, in
+    the gate, before the key is looked at.
+    """
+
+    hosts: frozenset[str]
+    origins: frozenset[str]
+
+    @classmethod
+    def of(cls, settings: Settings) -> AllowedNames:
+        hosts = set(LOOPBACK)
+        origins = {f"{scheme}://{name}" for scheme in ("http", "https") for name in LOOPBACK}
+        if settings.public_url:
+            parts = urlsplit(settings.public_url)
+            if parts.hostname:
+                name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+                hosts.add(name)
+                origins.add(f"{parts.scheme}://{name}")
+        return cls(frozenset(hosts), frozenset(origins))
+
+    def host(self, value: str) -> bool:
+        """A Host header: an allowed name, alone or with a port."""
+        return _named(value.lower(), self.hosts)
+
+    def origin(self, value: str | None) -> bool:
+        """An Origin header: absent (not a browser, or same-origin) or an allowed origin, alone or with a port."""
+        return not value or _named(value.lower(), self.origins)
+
+
+def _named(value: str, names: frozenset[str]) -> bool:
+    if value in names:
+        return True
+    name, colon, port = value.rpartition(":")
+    return bool(colon) and port.isdigit() and name in names
 
 
 class McpEndpoint:
     """An ASGI app for /mcp. `serve(rt)` runs the MCP session manager inside the application's lifespan."""
 
     def __init__(self, settings: Settings) -> None:
-        self.security = transport_security(settings)
-        self.checks = TransportSecurityMiddleware(self.security)
+        self.allowed = AllowedNames.of(settings)
         self.server = build_server()
         self.runtime: Runtime | None = None
         self.manager: StreamableHTTPSessionManager | None = None
@@ -67,7 +92,7 @@ class McpEndpoint:
         # A fresh manager per lifespan: a session manager can run only once. Stateless with JSON responses, so any
         # worker answers any request and nothing is kept between requests.
         self.server.streamable_http_app(
-            stateless_http=True, json_response=True, transport_security=self.security, max_request_body_size=MAX_BODY
+            stateless_http=True, json_response=True, transport_security=UNCHECKED, max_request_body_size=MAX_BODY
         )
         manager = self.server.session_manager
         async with manager.run():
@@ -94,16 +119,20 @@ class McpEndpoint:
             )
         if self.runtime is None:
             raise RuntimeError("the MCP endpoint is used outside the application's lifespan")
-        if refused := await self._refusal(request, is_post=False):
-            return refused
+        headers = request.headers
+        host, origin = headers.get("host", ""), headers.get("origin")
+        if not self.allowed.host(host):
+            return error(421, REFUSALS[421].format(host=host))
+        if not self.allowed.origin(origin):
+            return error(403, REFUSALS[403].format(origin=origin))
         try:
             # 401 for a missing or invalid key; 403 for a session token or a plan without API access.
             caller = (await identify(self.runtime, request.scope)).require()
             accounts.require_api_key(caller)
         except ServiceError as exc:
             return error(exc.status, exc.message, self._challenge(request, exc))
-        if refused := await self._refusal(request, is_post=True):
-            return refused
+        if not headers.get("content-type", "").lower().startswith("application/json"):
+            return error(400, REFUSALS[400])
         request.scope[CALLER_KEY], request.scope[RUNTIME_KEY] = caller, self.runtime
         return None
 
@@ -115,11 +144,3 @@ class McpEndpoint:
         url = resource_metadata_url(request_base(request.scope, self.runtime))
         sent = 'error="invalid_token", ' if "authorization" in request.headers else ""
         return {**exc.headers, "WWW-Authenticate": f'Bearer {sent}resource_metadata="{url}"'}
-
-    async def _refusal(self, request: Request, is_post: bool) -> Response | None:
-        """The SDK's Host/Origin (and, once the caller is known, Content-Type) checks, answered as {"error": ...}."""
-        problem = await self.checks.validate_request(request, is_post=is_post)
-        if problem is None:
-            return None
-        host, origin = request.headers.get("host", ""), request.headers.get("origin", "")
-        return error(problem.status_code, REFUSALS[problem.status_code].format(host=host, origin=origin))
