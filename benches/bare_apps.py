@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI
+from starlette.requests import Request
 from starlette.responses import Response
 
 # `/bench`, and `/bench-0` ... for the count of links in `BARE_REDIRECT_LINKS` (the slugs the redirect bench makes).
@@ -90,8 +91,9 @@ def _api() -> FastAPI:
         return answer("update")
 
     @app.post("/mcp")
-    def mcp() -> Response:
-        return answer("mcp_get_me")
+    def mcp(request: Request) -> Response:
+        # The 2026-07-28 protocol names its version in a header; the 2025 ones send the handshake-era request.
+        return answer("mcp_get_me_2026" if "mcp-protocol-version" in request.headers else "mcp_get_me")
 
     return app
 

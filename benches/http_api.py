@@ -5,7 +5,10 @@
 The bare app answers every route with the JSON Slugline itself answered (fetched once, then constant), so the ratio
 is what Slugline's own work (auth, rate limits, the database, the rules) costs against the framework's ceiling.
 Rows alternate wrk runs between the two servers; medians of req/s and p99 are printed with the ratio. Rate limits
-are raised out of the way. Writes (POST, PUT) run last, so the reads see a fixed set of links.
+are raised out of the way. Writes (POST, PUT) run last, so the reads see a fixed set of links. MCP's `get_me` is
+called twice: `mcp_get_me` as a client of the 2025 protocols sends it (the handshake-era transport, which the SDK
+runs in a task of its own per request), `mcp_get_me_2026` as the official v2 client sends it after its
+`server/discover` probe (the 2026-07-28 per-request envelope, which the SDK answers in the request's own task).
 """
 
 from __future__ import annotations
@@ -38,6 +41,25 @@ MCP_CALL = json.dumps(
     {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_me", "arguments": {}}}
 )
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+# The same call in the 2026-07-28 protocol, the one the official v2 client picks when the server offers it: one
+# self-contained request, its version and capabilities in `_meta` and repeated in headers, no handshake.
+MODERN = "2026-07-28"
+MCP_CALL_2026 = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "get_me",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+)
+MCP_HEADERS_2026 = {**MCP_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "get_me"}
 WORDS = ["rust", "python", "guide", "book", "kubernetes", "music", "guitar", "news", "recipe", "travel"]
 
 
@@ -65,6 +87,7 @@ def rows(link_id: str, auth: dict[str, str]) -> list[tuple[str, str, str, str | 
         ("list_q", "GET", "/api/v1/links?q=rust&per=20", None),
         ("search", "GET", "/api/v1/search?q=rust", None),
         ("mcp_get_me", "POST", "/mcp", MCP_CALL),
+        ("mcp_get_me_2026", "POST", "/mcp", MCP_CALL_2026),
         ("update", "PUT", f"/api/v1/links/{link_id}", update),
         ("create", "POST", "/api/v1/links", create),
     ]
@@ -73,6 +96,8 @@ def rows(link_id: str, auth: dict[str, str]) -> list[tuple[str, str, str, str | 
 def headers_for(name: str, auth: dict[str, str]) -> dict[str, str]:
     if name == "mcp_get_me":
         return {**auth, **MCP_HEADERS}
+    if name == "mcp_get_me_2026":
+        return {**auth, **MCP_HEADERS_2026}
     return {**auth, "Content-Type": "application/json"} if name in ("update", "create") else dict(auth)
 
 

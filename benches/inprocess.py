@@ -6,7 +6,8 @@ Prints, per row, the wall time and the process's CPU time per request, each the 
 least disturbed round on a shared machine). What the HTTP benches cannot separate shows here: the serving
 thread's own cost, and on PostgreSQL the worker's CPU for each round trip. Profile one row with py-spy, e.g.
 `py-spy record --format raw -o out.txt -- python benches/inprocess.py --only get`. The `redirect`
-rows answer a cached link (`GET` records a click, `HEAD` does not) beside the bare app of `bare_apps.py`.
+rows answer a cached link (`GET` records a click, `HEAD` does not) beside the bare app of `bare_apps.py`; `mcp`
+and `mcp_2026` are MCP's `get_me` in the 2025 protocols and in 2026-07-28 (see `http_api.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import orjson
 import uvloop
 
 import bare_apps
+import http_api
 from httpbench import own_schema
 from slugline import migrate
 from slugline.app import create_app
@@ -33,7 +35,9 @@ from slugline.settings import Settings
 App = Callable[[dict[str, Any], Any, Any], Coroutine[Any, Any, None]]
 AGENT = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
 MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_me", "arguments": {}}}
-ROWS = ("me", "get", "list", "mcp", "put", "post", "redirect", "redirect_head", "bare_redirect")
+MCP_CALL_2026 = http_api.MCP_CALL_2026.encode()
+MCP_HEADERS_2026 = [(k.lower().encode(), v.encode()) for k, v in http_api.MCP_HEADERS_2026.items()]
+ROWS = ("me", "get", "list", "mcp", "mcp_2026", "put", "post", "redirect", "redirect_head", "bare_redirect")
 
 
 class Caller:
@@ -127,6 +131,7 @@ async def measure(args: argparse.Namespace, settings: Settings) -> None:
             b"",
             None,
         ),
+        "mcp_2026": ("POST", "/mcp", [*auth, *MCP_HEADERS_2026], MCP_CALL_2026, b"", None),
         "put": ("PUT", f"/api/v1/links/{link['id']}", as_json, b'{"title": "renamed", "note": "n"}', b"", None),
         "post": ("POST", "/api/v1/links", as_json, b'{"destination_url": "https://example.org/more"}', b"", None),
         "redirect": ("GET", "/bench", visit, b"", b"", None),
@@ -135,7 +140,10 @@ async def measure(args: argparse.Namespace, settings: Settings) -> None:
     }
     for name in args.only or ROWS:
         method, path, headers, body, query, app = rows[name]
-        first = (await caller.call(method, path, headers, body, query, app))[0]["status"]
+        answered = await caller.call(method, path, headers, body, query, app)
+        first = answered[0]["status"]
+        if name.startswith("mcp") and b"structuredContent" not in answered[1]["body"]:
+            raise RuntimeError(f"{name}: {answered[1]['body']!r}")
         wall = cpu = float("inf")
         for _ in range(args.rounds):
             started, used = time.perf_counter(), time.process_time()
