@@ -79,3 +79,16 @@ def test_a_password_form_that_never_arrives_is_408(make_client: ClientFactory) -
     status, page, took = _stalled_call(tc, "/slowform", [(b"content-type", b"application/x-www-form-urlencoded")])
     assert status == 408 and b"did not arrive" in page and b"<form" in page
     assert took < DEADLINE + 2
+
+
+@SQLITE_ONLY
+def test_an_mcp_body_that_never_arrives_is_408(make_client: ClientFactory) -> None:
+    tc, rt = make_client(body_timeout_seconds=DEADLINE, public_url="http://sl.test")
+    headers = [
+        (b"authorization", _key(tc, rt)),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+    ]
+    status, body, took = _stalled_call(tc, "/mcp", headers)
+    assert status == 408 and body == b'{"error":"the request body did not arrive within 0.3 s"}'
+    assert took < DEADLINE + 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -116,3 +117,20 @@ def test_allowed_names_come_from_the_public_url(public_url: str | None, host: st
 def test_other_names_are_refused(host: str, origin: str) -> None:
     allowed = AllowedNames.of(Settings(public_url="https://sl.example.org", secret_key="x" * 40))
     assert not allowed.host(host) and not allowed.origin(origin)
+
+
+@SQLITE_ONLY
+def test_a_body_past_the_cap_is_413_whatever_its_length_claims(client: TestClient, alice: Account) -> None:
+    auth = {"Authorization": f"Bearer {alice.full}", **ACCEPT, "Content-Type": "application/json"}
+    huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "' + b"x" * (1 << 20) + b'"}}'
+
+    def chunks() -> Iterator[bytes]:  # sent chunked: no Content-Length to refuse it by
+        for start in range(0, len(huge), 65536):
+            yield huge[start : start + 65536]
+
+    for content in (huge, chunks()):
+        res = client.post(f"{PUBLIC}/mcp", content=content, headers=auth)
+        assert res.status_code == 413, res.text
+        assert res.json() == {"error": "the request body must be at most 1024 KiB"}
+    res = client.post(f"{PUBLIC}/mcp", content=huge[: 1 << 19] + b'"}}', headers=auth)
+    assert res.status_code == 200 and res.json()["result"] == {}, res.text  # under the cap: a ping

@@ -1,4 +1,6 @@
-"""The /mcp endpoint at the HTTP layer: Host/Origin checks, then the API key, then the stateless MCP transport.
+"""The /mcp endpoint at the HTTP layer: Host/Origin checks, then the API key, then the Content-Type, then the body
+(at most 1 MiB, all of it within `SLUGLINE_BODY_TIMEOUT_SECONDS`: 413 and 408 as on the REST API), then the
+stateless MCP transport.
 
 DNS-rebinding protection: a request's Host must be the host of `SLUGLINE_PUBLIC_URL` (any port) or a loopback name
 (127.0.0.1, localhost, [::1]); a browser Origin, when sent, must be the public URL's origin or a loopback origin.
@@ -26,7 +28,7 @@ from slugline.runtime import Runtime
 from slugline.services import accounts
 from slugline.settings import Settings
 from slugline.web.identity import identify
-from slugline.web.request import MAX_BODY, request_base
+from slugline.web.request import MAX_BODY, read_body, replay, request_base
 from slugline.web.responses import error
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -107,8 +109,15 @@ class McpEndpoint:
         refused = await self._gate(request)
         if refused is not None:
             return await refused(scope, receive, send)
-        assert self.manager is not None
-        await self.manager.handle_request(scope, receive, send)
+        assert self.manager is not None and self.runtime is not None
+        # The body is read here, against the same size cap and deadline as the REST API's: the SDK reads it with
+        # neither, so a client trickling its body would hold the request as long as it liked.
+        try:
+            body = await read_body(scope, receive, self.runtime.settings.body_timeout_seconds)
+        except ServiceError as exc:
+            return await error(exc.status, exc.message)(scope, receive, send)
+        if body is not None:  # None: the client left before sending it all
+            await self.manager.handle_request(scope, replay(body, receive), send)
 
     async def _gate(self, request: Request) -> Response | None:
         """Everything checked before the MCP transport sees the request; on success the caller is on the scope."""

@@ -1,4 +1,5 @@
-"""Reading a request: the client's address, its Bearer token, the base of its short URLs, and a capped JSON body."""
+"""Reading a request: the client's address, its Bearer token, the base of its short URLs, and a capped body (JSON or
+bytes) that must arrive in time."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import orjson
 from starlette.datastructures import URL
-from starlette.types import Scope
+from starlette.types import Message, Receive, Scope
 
 from slugline.errors import BadRequest, PayloadTooLarge, RequestTimeout
 from slugline.runtime import Runtime
@@ -60,22 +61,60 @@ async def read_json(scope: Scope, chunks: AsyncIterator[bytes], timeout: float) 
     ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise BadRequest("the request body must be JSON sent with 'Content-Type: application/json'")
-    declared = header(scope, b"content-length") or ""
-    if declared.isascii() and declared.isdigit() and (len(declared) > 12 or int(declared) > MAX_BODY):
-        raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    _check_declared(scope)
     raw = bytearray()
     try:
         async with asyncio.timeout(timeout):
             async for chunk in chunks:
                 raw += chunk
                 if len(raw) > MAX_BODY:
-                    raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+                    raise _too_large()
     except TimeoutError:
         raise body_timeout(timeout) from None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"malformed JSON: {exc}") from None
+
+
+async def read_body(scope: Scope, receive: Receive, timeout: float) -> bytes | None:  # noqa: ASYNC109
+    """The whole body as bytes, or None if the client left first: 413 past `MAX_BODY` whatever Content-Length
+    claimed, 408 unless it has all arrived within `timeout` seconds."""
+    _check_declared(scope)
+    raw = bytearray()
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return None
+                raw += message.get("body", b"")
+                if len(raw) > MAX_BODY:
+                    raise _too_large()
+                if not message.get("more_body", False):
+                    return bytes(raw)
+    except TimeoutError:
+        raise body_timeout(timeout) from None
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives `body` (read already) as one message, then whatever the client sends next."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def again() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return again
+
+
+def _check_declared(scope: Scope) -> None:
+    declared = header(scope, b"content-length") or ""
+    if declared.isascii() and declared.isdigit() and (len(declared) > 12 or int(declared) > MAX_BODY):
+        raise _too_large()
+
+
+def _too_large() -> PayloadTooLarge:
+    return PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
 
 
 def body_timeout(timeout: float) -> RequestTimeout:
