@@ -92,3 +92,11 @@ def test_an_mcp_body_that_never_arrives_is_408(make_client: ClientFactory) -> No
     status, body, took = _stalled_call(tc, "/mcp", headers)
     assert status == 408 and body == b'{"error":"the request body did not arrive within 0.3 s"}'
     assert took < DEADLINE + 2
+
+
+@SQLITE_ONLY
+def test_a_dashboard_form_that_never_arrives_is_408(make_client: ClientFactory) -> None:
+    tc, _ = make_client(body_timeout_seconds=DEADLINE)
+    status, body, took = _stalled_call(tc, "/app/login", [(b"content-type", b"application/x-www-form-urlencoded")])
+    assert status == 408 and body == b'{"error":"the request body did not arrive within 0.3 s"}'
+    assert took < DEADLINE + 2

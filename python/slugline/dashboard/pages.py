@@ -3,6 +3,7 @@ reading a form body within the same byte budget as a JSON one."""
 
 from __future__ import annotations
 
+import asyncio
 from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl
@@ -12,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from slugline import __version__
-from slugline.dashboard.session import CSRF_FIELD, Visitor, set_presession
+from slugline.dashboard.session import CSRF_FIELD, Visitor, runtime, set_presession
 from slugline.errors import BadRequest, PayloadTooLarge
-from slugline.web.request import MAX_BODY, header
+from slugline.web.request import MAX_BODY, body_timeout, header
 
 STATIC_VERSION = "1"  # in the asset names: a new version is a new name, so a cached old asset is never used
 CSP = (
@@ -70,16 +71,22 @@ def redirect(url: str, status: int = 303) -> Response:
 
 
 async def read_form(request: Request) -> dict[str, str]:
-    """The urlencoded form as a dict (the last value of a repeated field wins); 413 past the request body budget.
-    Any other body is an empty form: it cannot carry the CSRF token, so it is refused as one without it."""
+    """The urlencoded form as a dict (the last value of a repeated field wins); 413 past the request body budget, 408
+    unless it has all arrived within `body_timeout_seconds`. Any other body is an empty form: it cannot carry the
+    CSRF token, so it is refused as one without it."""
     ctype = (header(request.scope, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != FORM_TYPE:
         return {}
+    timeout = runtime(request).settings.body_timeout_seconds
     raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                raw += chunk
+                if len(raw) > MAX_BODY:
+                    raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+    except TimeoutError:
+        raise body_timeout(timeout) from None
     try:
         return dict(parse_qsl(raw.decode(), keep_blank_values=True, max_num_fields=100))
     except (UnicodeDecodeError, ValueError):
