@@ -1,16 +1,20 @@
 """What the request path remembers instead of working out per request: the short-URL base of a Host, an address's
-rate-limit key, and whether FastAPI's OpenTelemetry hooks are on. Each is bounded and gives the answer it replaces."""
+rate-limit key, and whether FastAPI's and the MCP SDK's OpenTelemetry hooks are on. Each is bounded and gives the
+answer it replaces."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
+from mcp.server._otel import OpenTelemetryMiddleware
 from opentelemetry import trace
 from starlette.datastructures import URL
 
 from slugline import app as app_module
 from slugline.app import create_api, telemetry
+from slugline.mcp import McpEndpoint
 from slugline.runtime import Runtime
 from slugline.services import limits
 from slugline.settings import Settings
@@ -69,9 +73,17 @@ def test_address_keys_are_remembered_only_for_short_strings() -> None:
     assert limits._ip_key.cache_info().maxsize == 4096
 
 
+def _mcp_spans(app: FastAPI) -> bool:
+    """Whether the app's MCP server wraps each message in the SDK's OpenTelemetry span."""
+    [endpoint] = {found for route in app.routes if isinstance(found := getattr(route, "app", None), McpEndpoint)}
+    return any(isinstance(m, OpenTelemetryMiddleware) for m in endpoint.server.middleware)
+
+
 def test_fastapi_telemetry_is_on_only_for_providers_set_up_before_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
     assert telemetry() == {"tracing": False, "metrics": False, "logs": False}
-    assert not create_api(Settings(secret_key="s" * 48))._native_telemetry.enabled()
+    plain = create_api(Settings(secret_key="s" * 48))
+    assert not plain._native_telemetry.enabled() and not _mcp_spans(plain)
     monkeypatch.setattr(trace, "get_tracer_provider", trace.NoOpTracerProvider)  # as an SDK's set-up leaves it
     assert telemetry()["tracing"]
     assert app_module.telemetry() == {"tracing": True, "metrics": False, "logs": False}
+    assert _mcp_spans(create_api(Settings(secret_key="s" * 48)))

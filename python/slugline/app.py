@@ -103,7 +103,8 @@ def telemetry() -> TelemetryConfig:
 def create_api(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
     """FastAPI with the REST API and the MCP endpoint; `runtime` is for tests that share one across apps."""
     settings = settings or get_settings()
-    mcp = McpEndpoint(settings)
+    observed = telemetry()
+    mcp = McpEndpoint(settings, tracing=bool(observed.get("tracing")))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -129,7 +130,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
         redoc_url=None,
         openapi_url=f"{API_PREFIX}/openapi.json",
         description="Short links with analytics, QR codes and a remote MCP endpoint.",
-        telemetry=telemetry(),
+        telemetry=observed,
     )
     # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself. First in the
     # list: FastAPI tries routes in order, and each included router it passes costs an MCP call several µs.

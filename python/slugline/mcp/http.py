@@ -83,9 +83,9 @@ def _named(value: str, names: frozenset[str]) -> bool:
 class McpEndpoint:
     """An ASGI app for /mcp. `serve(rt)` runs the MCP session manager inside the application's lifespan."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, tracing: bool = False) -> None:
         self.allowed = AllowedNames.of(settings)
-        self.server = build_server()
+        self.server = build_server(tracing)
         self.runtime: Runtime | None = None
         self.manager: StreamableHTTPSessionManager | None = None
 

@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 import anyio
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -171,10 +172,13 @@ def _tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotations, sche
     return tool.model_copy(update={"parameters": schema})
 
 
-def build_server() -> MCPServer:
+def build_server(tracing: bool = False) -> MCPServer:
+    """The MCP server with the six tools. `tracing`: keep the SDK's OpenTelemetry span per message, as when a tracer
+    provider is set up (see `slugline.app.telemetry`); without one the span is a no-op that still cost ~7% of a call.
+    """
     # log_level: the SDK calls logging.basicConfig with it and a rich handler, which only takes effect where nothing
     # configured logging first (slugline.asgi does, with plain tracebacks); WARNING is Python's own default level.
-    return MCPServer(
+    server = MCPServer(
         "slugline",
         title="Slugline",
         version=__version__,
@@ -182,3 +186,6 @@ def build_server() -> MCPServer:
         log_level="WARNING",
         tools=[_tool(*spec) for spec in TOOLS],
     )
+    if not tracing:  # the SDK's documented opt-out: drop it from the middleware list
+        server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    return server
