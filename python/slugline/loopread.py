@@ -197,12 +197,23 @@ class _Connections:
     def __init__(self) -> None:
         self.idle: list[Wire] = []
         self.open = 0
+        self.closed = False  # the reader closed this loop's connections: any given back from now on is closed
         # Callers waiting for a connection, first come first served: each is handed one as it is given back (or
         # None, a slot freed by a closed connection, which the caller then opens itself).
         self.waiting: collections.deque[asyncio.Future[Wire | None]] = collections.deque()
 
+    def close(self) -> None:
+        """Closes the idle connections now, and each one in use as it is given back."""
+        self.closed = True
+        for conn in self.idle:
+            conn.close()
+        self.idle.clear()
+
     def release(self, conn: Wire | None) -> None:
         """A connection given back (None: one closed, so its slot is free), to the first caller still waiting."""
+        if self.closed and conn is not None:
+            conn.close()
+            conn = None
         while self.waiting:
             turn = self.waiting.popleft()
             if not turn.done():
@@ -233,8 +244,12 @@ class PgLoopReader:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Connections] = weakref.WeakKeyDictionary()
 
     async def _connection(self, pool: _Connections) -> Wire | None:
-        if pool.idle:
-            return pool.idle.pop()
+        while pool.idle:
+            kept = pool.idle.pop()
+            if kept.sound:
+                return kept
+            kept.close()  # the server closed it while it was idle (a restart, an idle timeout, a terminated backend)
+            pool.open -= 1
         if pool.open < self.size:
             pool.open += 1
             return await self._open(pool)
@@ -256,7 +271,7 @@ class PgLoopReader:
     async def _open(self, pool: _Connections) -> Wire:
         """A new connection in a slot already counted in `pool.open`; the slot is freed if it cannot be opened."""
         try:
-            return await Wire.open(self.url, connect_timeout=READ_SECONDS)
+            return await Wire.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
         except BaseException:
             pool.release(None)
             raise
@@ -266,8 +281,15 @@ class PgLoopReader:
         """One of this event loop's connections (None: none came in time), given back afterwards if it is idle and
         sound, closed otherwise (see `Wire.sound`): a statement cut off (a lost connection, a timeout, a cancelled
         request) leaves it in an unknown state, and it is never reused."""
-        pool = self._loops.setdefault(asyncio.get_running_loop(), _Connections())
-        conn = await self._connection(pool)
+        loop = asyncio.get_running_loop()
+        pool = self._loops.get(loop)
+        if pool is None:
+            pool = self._loops[loop] = _Connections()
+            weakref.finalize(loop, pool.close)  # a loop that ends without `aclose` (a test's, a thread's) closes them
+        try:
+            conn = await self._connection(pool)
+        except (psycopg.Error, OSError):  # none could be opened: nothing was sent, the thread path will tell
+            conn = None
         if conn is None:
             yield None
             return
@@ -296,13 +318,13 @@ class PgLoopReader:
         return found
 
     async def aclose(self) -> None:
-        """Closes this event loop's idle connections."""
+        """Closes this event loop's idle connections, and each one in use as it is given back."""
         pool = self._loops.pop(asyncio.get_running_loop(), None)
-        for conn in pool.idle if pool is not None else ():
-            conn.close()
+        if pool is not None:
+            pool.close()
 
     def close(self) -> None:
-        """Forgets the connections (they close with their event loop, or when the process ends)."""
+        """Forgets the connections (they close when their event loop is collected, or when the process ends)."""
         self._loops.clear()
 
 

@@ -45,7 +45,7 @@ from sqlalchemy import Dialect, Executable
 from sqlalchemy.orm import Session
 
 from slugline.loopread import READ_SECONDS, PgLoopReader, named, plain
-from slugline.pgwire import Wire
+from slugline.pgwire import Unsent, Wire
 
 if TYPE_CHECKING:
     from slugline.db import WriterLock
@@ -225,7 +225,7 @@ class PgLoopWriter:
         except psycopg.IntegrityError as exc:
             raise Taken(str(exc)) from exc
         except (psycopg.Error, OSError, TimeoutError) as exc:
-            if committing:
+            if committing and not isinstance(exc, Unsent):  # an unsent COMMIT: the server rolled back on closing
                 raise CommitUnknown(str(exc)) from exc
             self.declined += 1
             return None
@@ -291,7 +291,7 @@ class PgLoopWriter:
         refusal by the server wrote nothing (declined); a lost connection or a timeout raises `CommitUnknown`."""
         if isinstance(exc, psycopg.IntegrityError):
             raise Taken(str(exc)) from exc
-        if isinstance(exc, psycopg.Error) and exc.sqlstate is not None:  # the server's answer
+        if isinstance(exc, Unsent) or (isinstance(exc, psycopg.Error) and _refused(exc.sqlstate)):
             self.declined += 1
             return
         raise CommitUnknown(str(exc)) from exc
@@ -299,6 +299,13 @@ class PgLoopWriter:
     async def _run(self, conn: Wire, statement: Executable, binds: dict[str, Any]) -> list[Any]:
         query = named(self.reader.dialect, statement, frozenset(binds))
         return await conn.rows(query.sql, query.named(binds))
+
+
+def _refused(sqlstate: str | None) -> bool:
+    """The server answered that it did not run the statement. Not a lost connection (no answer), nor the server
+    going away (57P..: shut down, terminated; 58...: system errors; XX...: internal errors), which may come right
+    after a COMMIT went through."""
+    return sqlstate is not None and not sqlstate.startswith(("57P", "58", "XX"))
 
 
 async def _roll_back(conn: Wire) -> None:

@@ -9,13 +9,17 @@ lives, and a statement is prepared once per connection and then sent in one mess
 
 A `Wire` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (a lost
 connection, a cancelled request, a timeout) leaves it unsound (`sound` is False), as does a transaction left open
-or stale prepared statements; it must then be closed, never reused: the server may still be answering. An error the
-server answered outside a transaction leaves it fit.
+or stale prepared statements; it must then be closed, never reused: the server may still be answering. The server
+gives up a statement itself after the same time its caller waits (`statement_timeout`), so one cut off does not run
+on, unseen, after its connection is closed. An error the server answered outside a transaction leaves it fit; a
+statement refused before anything was sent (the server had closed the connection) raises `Unsent`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +28,7 @@ import psycopg
 from psycopg import pq
 from psycopg._queries import PostgresClientQuery, PostgresQuery  # how psycopg's cursors turn values into a query
 from psycopg.adapt import Transformer
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.errors import error_from_result
 from psycopg.types.json import set_json_loads
 
@@ -34,6 +39,11 @@ ROWS = frozenset({pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE})
 DONE = frozenset({pq.ExecStatus.COMMAND_OK, pq.ExecStatus.EMPTY_QUERY, *ROWS})
 IDLE = pq.TransactionStatus.IDLE
 TEXT = pq.Format.TEXT
+
+
+class Unsent(psycopg.InterfaceError):
+    """The statement was not sent: the connection was not fit for it (closed by the server, or busy). Nothing of it
+    reached the server."""
 
 
 class _Outcome:
@@ -53,7 +63,9 @@ class Wire:
     def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
         self.conn = conn  # kept for its adapters, and so that it is not collected while its libpq connection works
         self.pgconn = conn.pgconn
-        self._loop = loop
+        # Weakly: the loop's pool of connections is kept by a mapping keyed weakly by the loop, and a strong reference
+        # here would keep every finished loop, and its connections, for good.
+        self._loop = weakref.proxy(loop)
         self._fd = self.pgconn.socket
         self._tx = Transformer(conn)
         self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
@@ -64,8 +76,16 @@ class Wire:
         loop.add_reader(self._fd, self._readable)
 
     @classmethod
-    async def open(cls, url: str, connect_timeout: float) -> Wire:
-        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=int(connect_timeout))
+    async def open(cls, url: str, connect_timeout: float, statement_timeout: float) -> Wire:
+        """A new connection. The server gives up any statement running past `statement_timeout` seconds, as the
+        caller does: a statement cut off here must not go on running (or waiting for a lock) on the server, on a
+        connection already closed and no longer counted, and commit after its caller was told it failed."""
+        given = conninfo_to_dict(url)
+        limit = f"-c statement_timeout={round(statement_timeout * 1000)}"
+        options = f"{given['options']} {limit}" if given.get("options") else limit
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, connect_timeout=int(connect_timeout), options=options
+        )
         set_json_loads(orjson.loads, conn)
         conn.pgconn.nonblocking = 1
         return cls(conn, asyncio.get_running_loop())
@@ -131,8 +151,8 @@ class Wire:
         await self._results(None)
 
     def _start(self) -> None:
-        if self._busy or not self._watched:
-            raise psycopg.InterfaceError("the connection is not fit for another statement")
+        if self._busy or not self._watched or self.pgconn.status != pq.ConnStatus.OK:
+            raise Unsent("the connection is not fit for another statement")
         self._busy = True
 
     async def _results(self, prepared: bytes | None) -> list[tuple[Any, ...]]:
@@ -178,7 +198,12 @@ class Wire:
 
     async def _writable(self) -> None:
         ready = self._loop.create_future()
-        self._loop.add_writer(self._fd, ready.set_result, None)
+
+        def wake() -> None:
+            if not ready.done():  # cancelled meanwhile
+                ready.set_result(None)
+
+        self._loop.add_writer(self._fd, wake)
         try:
             await ready
         finally:
@@ -201,5 +226,6 @@ class Wire:
     def _unwatch(self) -> None:
         if self._watched:
             self._watched = False
-            if not self._loop.is_closed():
-                self._loop.remove_reader(self._fd)
+            with contextlib.suppress(ReferenceError):  # the loop is gone, and its registrations with it
+                if not self._loop.is_closed():
+                    self._loop.remove_reader(self._fd)

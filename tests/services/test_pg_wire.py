@@ -5,6 +5,7 @@ handed to the next caller."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import time
@@ -14,8 +15,12 @@ from typing import Any, TypeVar
 
 import psycopg
 import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.dialects import postgresql
 
-from slugline.pgwire import Wire
+from slugline.loopread import PgLoopReader
+from slugline.loopwrite import CommitUnknown, PgLoopWriter, Run
+from slugline.pgwire import Unsent, Wire
 from tests.helpers import POSTGRES_ONLY
 
 T = TypeVar("T")
@@ -34,7 +39,7 @@ BINDS = {
 
 def run(database_url: str, scenario: Callable[[Wire], Awaitable[T]]) -> T:
     async def main() -> T:
-        wire = await Wire.open(database_url, connect_timeout=3)
+        wire = await Wire.open(database_url, connect_timeout=3, statement_timeout=3)
         try:
             return await scenario(wire)
         finally:
@@ -141,3 +146,109 @@ def test_a_statement_larger_than_the_sockets_buffer_is_sent_whole(database_url: 
         expected = conn.execute("SELECT length(%(t)s::text), md5(%(t)s::text)", {"t": text}).fetchall()
     assert run(database_url, scenario) == expected == [(4_000_000, expected[0][1])]
     assert waits  # the socket's buffer filled, and the rest went when it drained
+
+
+def test_the_server_gives_up_a_statement_when_the_caller_does(database_url: str) -> None:
+    async def main() -> tuple[list[Any], float]:
+        wire = await Wire.open(database_url, connect_timeout=3, statement_timeout=0.2)
+        try:
+            # The URL's own options (the test's schema) are kept beside the timeout.
+            settings = await wire.rows("SELECT current_setting('statement_timeout'), current_schema()", {})
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                await wire.rows("SELECT pg_sleep(5)", {})
+            assert wire.sound  # the server's answer: the connection is fit
+            return settings, time.monotonic() - started
+        finally:
+            wire.close()
+
+    [(limit, schema)], took = asyncio.run(main())
+    assert limit == "200ms" and schema == str(psycopg.conninfo.conninfo_to_dict(database_url)["options"]).split("=")[-1]
+    assert took < 2
+
+
+def _reader(url: str, size: int = 1) -> PgLoopReader:
+    return PgLoopReader(url, postgresql.dialect(), size=size)  # type: ignore[no-untyped-call]
+
+
+PID = select(func.pg_backend_pid())
+PLUS_ONE = text("SELECT CAST(:n AS int) + 1")
+
+
+def test_a_pooled_connection_the_server_closed_is_replaced_not_failed(database_url: str) -> None:
+    async def main() -> tuple[Any, Any]:
+        reader = _reader(database_url)
+        writer = PgLoopWriter(reader)
+        [(pid,)] = await reader.fetch(PID, {}) or []
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        await asyncio.sleep(0.3)  # the loop sees the socket close
+        try:
+            # Nothing was sent on the dead connection: a new one answers (it used to be CommitUnknown, a 503).
+            return await writer.alone(PLUS_ONE, {"n": 1}), await reader.fetch(PID, {})
+        finally:
+            await reader.aclose()
+
+    made, [(pid,)] = asyncio.run(main())
+    assert list(made or []) == [(2,)] and pid
+
+
+def test_a_connection_that_cannot_be_opened_declines_the_write(database_url: str) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # nothing listens there
+    writer = PgLoopWriter(_reader(f"postgresql://postgres@127.0.0.1:{port}/test"))
+
+    async def main() -> tuple[Any, Any, Any]:
+        async def work(run: Run) -> Any:
+            return await run(PLUS_ONE, {"n": 1})
+
+        return await writer.alone(PLUS_ONE, {"n": 1}), await writer.write(work), await writer.reader.fetch(PID, {})
+
+    assert asyncio.run(main()) == (None, None, None)  # declined (the thread path answers), never CommitUnknown
+    assert writer.declined == 2
+
+
+def test_a_finished_loops_connections_close(database_url: str) -> None:
+    reader = _reader(database_url, size=2)
+
+    def backends() -> int:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wire-probe'"
+            return int(admin.execute(query).fetchone()[0])  # type: ignore[index]
+
+    reader.url = database_url + "&application_name=wire-probe"
+    for _ in range(3):
+        asyncio.run(reader.fetch(PID, {}))
+    gc.collect()
+    for _ in range(50):
+        if not backends():
+            break
+        time.sleep(0.1)
+    assert backends() == 0 and not reader._loops
+
+    async def in_use_at_close() -> bool:
+        async with reader.connection() as conn:
+            assert conn is not None
+            await reader.aclose()  # closes the idle ones; this one as it is given back
+        return conn.sound
+
+    assert asyncio.run(in_use_at_close()) is False
+
+
+def test_only_an_answer_that_nothing_ran_declines_a_sent_write(database_url: str) -> None:
+    writer = PgLoopWriter(_reader(database_url))
+    for refused in ("57014", "40001", "25P02", "42P01"):  # canceled (statement timeout), serialization, ...
+        writer._failed_once_sent(_error(refused))
+    assert writer.declined == 4
+    for lost in ("57P01", "57P02", "58030", "XX000", None):  # terminated, crash shutdown, I/O, internal, no answer
+        with pytest.raises(CommitUnknown):
+            writer._failed_once_sent(_error(lost))
+    writer._failed_once_sent(Unsent("not sent"))
+    assert writer.declined == 5
+
+
+def _error(sqlstate: str | None) -> psycopg.Error:
+    error = psycopg.errors.lookup(sqlstate)("x") if sqlstate else psycopg.OperationalError("server closed connection")
+    assert error.sqlstate == sqlstate
+    return error
