@@ -4,13 +4,15 @@ and a batch the database keeps refusing cannot hold back the clicks after it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
 from starlette.testclient import TestClient
 
 from slugline import _core
@@ -205,6 +207,63 @@ def test_an_unreachable_database_drops_nothing(
 
     assert asyncio.run(scenario()) == [0] * (MAX_BATCH_FAILURES + 2) + [2]
     assert [source for source, _ in stored(runtime, link_id)] == ["x", "y"]
+
+
+@contextlib.contextmanager
+def writes_refused(rt: Runtime) -> Iterator[None]:
+    """The store answers reads but refuses every write for a while: a full SQLite file, or PostgreSQL's clicks table
+    held by maintenance (`LOCK TABLE`, as `VACUUM FULL` takes) past the connections' lock timeout."""
+    engine = rt.db.engine
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as conn:
+            pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
+        statement, held = f"PRAGMA max_page_count={pages}", None
+    else:
+        statement, held = "SET lock_timeout = '200ms'", engine.connect()
+        held.begin()
+        held.execute(text("LOCK TABLE clicks IN ACCESS EXCLUSIVE MODE"))
+
+    def limit(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        cursor.execute(statement)
+        cursor.close()
+        dbapi_conn.commit()  # a SET in a transaction rolled back later would be undone with it
+
+    event.listen(engine, "connect", limit)
+    engine.dispose()
+    try:
+        yield
+    finally:
+        event.remove(engine, "connect", limit)
+        engine.dispose()
+        if held is not None:
+            held.rollback()
+            held.close()
+
+
+CLICKS = 300
+
+
+def test_a_store_that_refuses_every_write_drops_nothing(client: TestClient, alice: Account, runtime: Runtime) -> None:
+    link_id = make_link(client, alice, "full")
+
+    sources = [f"s{i}" for i in range(CLICKS)]  # more than the free room of a full file's last pages
+
+    async def scenario() -> None:
+        recorder = ClickRecorder(runtime)
+        recorder._salts.get(runtime.db, {int(time.time() // 86400)})  # today's salt, before the writes stop
+        for utm in sources:
+            recorder.record(click(link_id, utm))
+        with writes_refused(runtime):
+            for _ in range(MAX_BATCH_FAILURES + 1):  # the batch, then its clicks one at a time: an outage either way
+                await recorder.flush()
+            assert len(recorder) > 0 and recorder.dropped == 0  # they wait (a full file may still take a few)
+        await recorder.flush()
+        assert len(recorder) == 0 and recorder.dropped == 0
+
+    asyncio.run(scenario())
+    assert sorted(source for source, _ in stored(runtime, link_id)) == sorted(sources)
+    assert counter(runtime, link_id) == CLICKS
 
 
 def test_clicks_of_a_link_deleted_before_the_flush_are_dropped_and_the_rest_kept(

@@ -10,6 +10,7 @@ from datetime import date, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, delete, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.dialects import postgresql, sqlite
 
 from slugline import _core
@@ -125,20 +126,30 @@ def write_batch(db: Database, encoded: _core.EncodedClicks) -> int:
         if not alive:
             return 0
         kept = None if len(alive) == encoded.links else set(alive)
-        # The rows go straight to the driver, on the transaction's own connection.
-        driver: Any = conn.connection.driver_connection
-        cursor = driver.cursor()
-        try:
-            if postgres:
-                with cursor.copy(_COPY) as copy:
-                    copy.write(encoded.copy_text(kept))
-                written = int(cursor.rowcount)
-            else:
-                written = 0
-                for values in encoded.values(kept, ROWS_PER_INSERT):
-                    cursor.execute(_insert_rows(len(values) // 8), values)
-                    written += len(values) // 8
-        finally:
-            cursor.close()
+        written = _insert_clicks(conn, encoded, kept)
         conn.exec_driver_sql(_UPSERT_DAILY[dialect], (encoded.rollup,))
     return written
+
+
+def _insert_clicks(conn: Connection, encoded: _core.EncodedClicks, kept: set[str] | None) -> int:
+    """The click rows, straight to the driver on the transaction's own connection. Its errors are raised as
+    SQLAlchemy's, as the other statements' are, so that a full disk or a lock wait past its timeout is told apart
+    from a refused row (`db.unavailable`): the clicks then wait, rather than being dropped one by one."""
+    dbapi: Any = conn.dialect.loaded_dbapi
+    driver: Any = conn.connection.driver_connection
+    cursor = driver.cursor()
+    try:
+        if conn.dialect.name == "postgresql":
+            with cursor.copy(_COPY) as copy:
+                copy.write(encoded.copy_text(kept))
+            return int(cursor.rowcount)
+        written = 0
+        for values in encoded.values(kept, ROWS_PER_INSERT):
+            cursor.execute(_insert_rows(len(values) // 8), values)
+            written += len(values) // 8
+        return written
+    except dbapi.Error as exc:
+        statement = _COPY if conn.dialect.name == "postgresql" else _insert_rows(1)
+        raise DBAPIError.instance(statement, None, exc, dbapi.Error, dialect=conn.dialect) from exc
+    finally:
+        cursor.close()
