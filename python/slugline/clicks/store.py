@@ -10,8 +10,8 @@ from datetime import date, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, delete, select, text
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 
 from slugline import _core
 from slugline.bounds import MAX_REFERRER, MAX_SOURCE
