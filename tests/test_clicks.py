@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, select, text
+from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
 from slugline import _core
@@ -290,3 +291,50 @@ def test_clicks_of_a_link_deleted_before_the_flush_are_dropped_and_the_rest_kept
         daily = session.execute(select(ClickDaily.day, ClickDaily.source, ClickDaily.clicks)).all()
     assert [as_utc(stamp).timestamp() for stamp in stamps] == [pytest.approx(at, abs=1e-6)] * 2
     assert [tuple(row) for row in daily] == [(date(2025, 11, 23), classified, 2)]
+
+
+def test_shutdown_tries_again_after_a_failed_write(
+    client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link_id = make_link(client, alice, "sigterm")
+    real, calls = buffer.write_batch, []
+
+    def once_refused(db: Any, encoded: Any) -> int:
+        calls.append(len(encoded))
+        if len(calls) == 1:  # a passing failure (a dropped connection, a lock), just as the worker stops
+            raise OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
+        return real(db, encoded)
+
+    monkeypatch.setattr(buffer, "write_batch", once_refused)
+
+    async def scenario() -> int:
+        async with buffer.recording(runtime) as recorder:
+            for utm in ("x", "y"):
+                recorder.record(click(link_id, utm))
+        return len(recorder)
+
+    assert asyncio.run(scenario()) == 0  # the shutdown flush wrote them on its second try
+    assert len(calls) == 2 and counter(runtime, link_id) == 2
+
+
+def test_flushes_keep_their_interval_from_each_start(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[float] = []
+
+    async def slow_flush(self: ClickRecorder) -> int:
+        started.append(time.monotonic())
+        await asyncio.sleep(0.3)  # a write taking most of the interval
+        return 0
+
+    monkeypatch.setattr(ClickRecorder, "flush", slow_flush)
+    recorder = ClickRecorder(runtime)
+    recorder._every = 0.4
+
+    async def scenario() -> None:
+        task = asyncio.create_task(recorder.run())
+        await asyncio.sleep(1.7)
+        recorder.stop()
+        await task
+
+    asyncio.run(scenario())
+    gaps = [later - earlier for earlier, later in zip(started, started[1:], strict=False)]
+    assert len(started) >= 4 and max(gaps) < 0.6, gaps  # 0.4 s apart, not 0.4 s after each 0.3 s flush ends

@@ -103,11 +103,20 @@ class LoopWriter:
         self.declined = 0  # writes handed to a thread because this could not make them at once (for tests)
         self._waiter: ThreadPoolExecutor | None = None  # the one thread that waits for the write lock
 
-    def _connection(self) -> sqlite3.Connection:
+    def _connection(self) -> sqlite3.Connection | None:
+        """The worker's own connection, opened the first time; None if it cannot be opened now (no file descriptor
+        left, a file that cannot be opened): the thread path will tell."""
         if self._conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=0)
-            for pragma in ("busy_timeout=0", "foreign_keys=ON", "synchronous=NORMAL", "wal_autocheckpoint=0"):
-                conn.execute(f"PRAGMA {pragma}")
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=0)
+            except sqlite3.Error:
+                return None
+            try:
+                for pragma in ("busy_timeout=0", "foreign_keys=ON", "synchronous=NORMAL", "wal_autocheckpoint=0"):
+                    conn.execute(f"PRAGMA {pragma}")
+            except sqlite3.Error:
+                conn.close()
+                return None
             self._conn = conn
         return self._conn
 
@@ -125,6 +134,9 @@ class LoopWriter:
             return None
         try:
             conn = self._connection()
+            if conn is None:
+                self.declined += 1
+                return None
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 done = drive(work(self._run))

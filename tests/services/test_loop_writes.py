@@ -291,6 +291,23 @@ def test_a_file_locked_by_another_process_is_declined_at_once(
 
 
 @SQLITE_ONLY
+def test_a_connection_that_cannot_be_opened_declines_the_write(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer.close()  # its connection is opened again on the next write
+
+    def no_descriptors(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(loopwrite.sqlite3, "connect", no_descriptors)
+    body = {"destination_url": "https://example.com/"}
+    assert _make(runtime, caller, now, body) is None  # declined to the thread path: it used to escape as a 500
+    assert writer.declined == 1
+    monkeypatch.undo()
+    assert _make(runtime, caller, now, body) is not None  # and the lock was given back
+
+
+@SQLITE_ONLY
 def test_the_log_is_checkpointed_on_a_thread(
     runtime: Runtime, caller: Caller, writer: LoopWriter, monkeypatch: pytest.MonkeyPatch, now: Now
 ) -> None:

@@ -17,7 +17,8 @@ grow a worker without bound, and no loss is silent. Headers are cut when the cli
 costs its 512 bytes, not its size. A batch that fails `MAX_BATCH_FAILURES` times in a row is written one click at a
 time instead: clicks the database still refuses while it answers are dropped (and counted in the log), so one bad
 row cannot hold back every click after it; while the database is unreachable nothing is dropped. Shutdown (the
-lifespan ending, e.g. on SIGTERM) flushes whatever is left. The client IP is the ASGI `client` address (behind
+lifespan ending, e.g. on SIGTERM) flushes whatever is left, trying again for up to `SHUTDOWN_SECONDS` if a write
+fails. The client IP is the ASGI `client` address (behind
 proxies listed in `SLUGLINE_TRUSTED_PROXIES`, the app puts the forwarded address there); it only feeds the visitor
 hash and is never stored.
 """
@@ -40,6 +41,8 @@ log = logging.getLogger("slugline.clicks")
 # link id, unix time, user agent, referrer, utm_source, via QR, client IP
 RawClick = tuple[str, float, bytes, bytes, str | None, bool, str]
 MAX_BATCH_FAILURES = 3  # then the batch at the head goes one click at a time
+SHUTDOWN_SECONDS = 5.0  # how long shutdown keeps trying to write what is buffered
+RETRY_SECONDS = 0.1  # between those tries
 KEPT, READY, DROPPED = 0, 1, 2  # what `ClickQueue.record` answers
 
 
@@ -96,10 +99,15 @@ class ClickRecorder:
         return len(self.queue)
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self._every
         while not self._closing:
+            # A flush at least every `click_flush_seconds` from the last one's start, not from its end: a click that
+            # came during a flush waits for the next one, and must not wait a whole interval more on top.
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._every)
+                await asyncio.wait_for(self._wake.wait(), max(0.0, due - loop.time()))
             self._wake.clear()
+            due = loop.time() + self._every
             await self.flush()
 
     async def flush(self) -> int:
@@ -138,6 +146,15 @@ class ClickRecorder:
                     break
                 self._failures = 0
         return written
+
+    async def drain(self, seconds: float) -> None:
+        """Flushes until nothing waits, for at most `seconds`: a write that fails is tried again (and after
+        `MAX_BATCH_FAILURES`, click by click), so one passing failure at shutdown does not lose the buffer."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while len(self) and loop.time() < deadline:
+            if not await self.flush():
+                await asyncio.sleep(min(RETRY_SECONDS, max(0.0, deadline - loop.time())))
 
     def _release(self, done: _core.Clicks) -> None:
         """Clicks written or refused by the database leave the buffer."""
@@ -197,7 +214,6 @@ async def recording(rt: Runtime) -> AsyncIterator[ClickRecorder]:
     finally:
         recorder.stop()  # not cancelled: a write under way finishes, then the loop ends
         await task
-        while len(recorder) and await recorder.flush():
-            pass
+        await recorder.drain(SHUTDOWN_SECONDS)
         if len(recorder):
             log.error("shutting down with %d clicks that could not be written", len(recorder))
