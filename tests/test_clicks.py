@@ -298,15 +298,15 @@ def test_shutdown_tries_again_after_a_failed_write(
     client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     link_id = make_link(client, alice, "sigterm")
-    real, calls = buffer.write_batch, []
+    calls: list[int] = []
 
     def once_refused(db: Any, encoded: Any) -> int:
         calls.append(len(encoded))
         if len(calls) == 1:  # a passing failure (a dropped connection, a lock), just as the worker stops
             raise OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
-        return real(db, encoded)
+        return write_batch(db, encoded)
 
-    monkeypatch.setattr(buffer, "write_batch", once_refused)
+    monkeypatch.setattr("slugline.clicks.buffer.write_batch", once_refused)
 
     async def scenario() -> int:
         async with buffer.recording(runtime) as recorder:

@@ -299,7 +299,7 @@ def test_a_connection_that_cannot_be_opened_declines_the_write(
     def no_descriptors(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         raise sqlite3.OperationalError("unable to open database file")
 
-    monkeypatch.setattr(loopwrite.sqlite3, "connect", no_descriptors)
+    monkeypatch.setattr(sqlite3, "connect", no_descriptors)
     body = {"destination_url": "https://example.com/"}
     assert _make(runtime, caller, now, body) is None  # declined to the thread path: it used to escape as a 500
     assert writer.declined == 1
