@@ -216,14 +216,11 @@ def writes_refused(rt: Runtime) -> Iterator[None]:
     """The store answers reads but refuses every write for a while: a full SQLite file, or PostgreSQL's clicks table
     held by maintenance (`LOCK TABLE`, as `VACUUM FULL` takes) past the connections' lock timeout."""
     engine = rt.db.engine
-    if engine.dialect.name == "sqlite":
+    sqlite = engine.dialect.name == "sqlite"
+    if sqlite:
         with engine.connect() as conn:
             pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
-        statement, held = f"PRAGMA max_page_count={pages}", None
-    else:
-        statement, held = "SET lock_timeout = '200ms'", engine.connect()
-        held.begin()
-        held.execute(text("LOCK TABLE clicks IN ACCESS EXCLUSIVE MODE"))
+    statement = f"PRAGMA max_page_count={pages}" if sqlite else "SET lock_timeout = '200ms'"
 
     def limit(dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()
@@ -232,15 +229,17 @@ def writes_refused(rt: Runtime) -> Iterator[None]:
         dbapi_conn.commit()  # a SET in a transaction rolled back later would be undone with it
 
     event.listen(engine, "connect", limit)
-    engine.dispose()
-    try:
-        yield
-    finally:
-        event.remove(engine, "connect", limit)
-        engine.dispose()
-        if held is not None:
-            held.rollback()
-            held.close()
+    engine.dispose()  # every connection from now on is limited
+    with contextlib.ExitStack() as stack:
+        if not sqlite:
+            held = stack.enter_context(engine.connect())
+            stack.enter_context(held.begin())
+            held.execute(text("LOCK TABLE clicks IN ACCESS EXCLUSIVE MODE"))  # held until the block ends
+        try:
+            yield
+        finally:
+            event.remove(engine, "connect", limit)
+    engine.dispose()  # the maintenance is over (and `held` given back first)
 
 
 CLICKS = 300
