@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from sqlalchemy import exc as sa_exc
 from starlette.testclient import TestClient
 
 from slugline.redirects import linkcache
@@ -117,5 +118,48 @@ def test_a_read_ahead_sees_deletions_and_keeps_nothing_when_a_change_races_it(
         await _read_ahead_done(cache)
         clock.now += linkcache.AHEAD
         assert cache.peek(first) is MISSING  # nothing kept: the next request reads it on its own
+
+    asyncio.run(scenario())
+
+
+class Away(LinkCache):
+    """A store that can be made to fail every SELECT the way `failure` says."""
+
+    failure: Exception | None = None
+
+    def _select(self, slug: str) -> Any:
+        if self.failure is not None:
+            raise self.failure
+        return super()._select(slug)
+
+
+def test_in_an_outage_only_an_answer_read_in_the_last_ttl_is_kept(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
+    [slug] = _links(client, alice, 1)
+    clock = Clock()
+    cache = Away(runtime.db, clock=clock)
+    lost = sa_exc.OperationalError("SELECT", {}, Exception("connection refused"))
+
+    async def load() -> str:
+        entry = await cache.load(slug)
+        assert isinstance(entry, Entry)
+        return entry.destination
+
+    async def scenario() -> None:
+        await load()
+        cache.failure = lost
+        clock.now += TTL * 1.5  # ran out just now: the store went away while the link was in use
+        assert await load() == "https://a.example/"
+        clock.now += TTL * 0.9  # and the outage goes on: kept again
+        assert await load() == "https://a.example/"
+        cache.failure = sa_exc.TimeoutError("QueuePool limit reached")  # this worker is busy, the store is not away
+        clock.now += TTL * 1.1
+        with pytest.raises(sa_exc.TimeoutError):
+            await load()
+        cache.failure = lost
+        clock.now += 3600  # read an hour ago: a change before the outage may have come since
+        with pytest.raises(sa_exc.OperationalError):
+            await load()
 
     asyncio.run(scenario())

@@ -6,8 +6,8 @@ host is seen within that time; changes made in this worker drop the entry at onc
 together with every other such entry of the next `GATHER` seconds, in one SELECT on one thread: traffic spread over
 1,000 links would otherwise cost 1,100 thread hops and SELECTs a second, each fighting the serving thread for the
 GIL (`benches/http_redirect.py --links 1000`). A link nobody asks for simply runs out. Unknown slugs are cached the
-same way, so a flood of them costs one SELECT per slug per TTL. While the database is unreachable, a slug already
-cached keeps its last answer (no change can commit meanwhile), so redirects of known links outlive an outage.
+same way, so a flood of them costs one SELECT per slug per TTL. While the database is unreachable, a slug cached in
+the last TTL keeps its last answer (no change can commit meanwhile), so redirects of links in use outlive an outage.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from sqlalchemy import bindparam, select
+from sqlalchemy import exc as sa_exc
 
 from slugline.db import Database, unavailable
 from slugline.models import Link
@@ -40,6 +41,12 @@ class Entry(NamedTuple):
     visibility: str
     password_hash: str | None
     location: bytes  # the destination as a header value, ready to send
+
+
+def _away(exc: BaseException) -> bool:
+    """The store cannot be reached. Not this worker's pool being busy (`TimeoutError`): the store then still takes
+    changes from other workers, and a cached answer could be stale."""
+    return unavailable(exc) and not isinstance(exc, sa_exc.TimeoutError)
 
 
 class Missing:
@@ -104,10 +111,11 @@ class LinkCache:
             entry = await asyncio.to_thread(self._select, slug)
         except Exception as exc:
             kept = self._entries.get(slug)
-            if kept is None or not unavailable(exc):
+            if kept is None or not _away(exc) or kept[0] < started - self._ttl:
                 raise
-            # The store is away, so no change can have committed since this answer was read: keep serving it, and
-            # try the store again after another TTL rather than on every request.
+            # The store is away, and this answer was read at most two TTLs ago (or kept through the outage since), so
+            # no change can have committed since: keep serving it, and try the store again after another TTL rather
+            # than on every request. An older answer may predate a change made before the outage, so it is not served.
             self._entries[slug] = (started + self._ttl, kept[1])
             return kept[1]
         if generation == self._generation:  # a change raced the SELECT: serve this answer once, keep none
