@@ -14,11 +14,11 @@ the next round.
 The queue holds at most `click_buffer_bytes` (clicks waiting and clicks being written): a click recorded at the
 budget is dropped, counted (`dropped`, shown by /health) and logged — redirects that outpace the database cannot
 grow a worker without bound, and no loss is silent. Headers are cut when the click is recorded, so a huge User-Agent
-costs its 512 bytes, not its size. A batch that fails `MAX_BATCH_FAILURES` times in a row is written one click at a
-time instead: clicks the database still refuses while it answers are dropped (and counted in the log), so one bad
-row cannot hold back every click after it; while the database is unreachable nothing is dropped. Shutdown (the
-lifespan ending, e.g. on SIGTERM) flushes whatever is left, trying again for up to `SHUTDOWN_SECONDS` if a write
-fails. The client IP is the ASGI `client` address (behind
+costs its 512 bytes, not its size (and the client address its first 64 characters). A batch that fails
+`MAX_BATCH_FAILURES` times in a row is written one click at a time instead: clicks the database still refuses while
+it answers are dropped (and counted in the log), so one bad row cannot hold back every click after it; while the
+database is unreachable nothing is dropped. Shutdown (the lifespan ending, e.g. on SIGTERM) flushes whatever is
+left, trying again for up to `SHUTDOWN_SECONDS` if a write fails. The client IP is the ASGI `client` address (behind
 proxies listed in `SLUGLINE_TRUSTED_PROXIES`, the app puts the forwarded address there); it only feeds the visitor
 hash and is never stored.
 """
