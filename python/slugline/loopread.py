@@ -30,7 +30,7 @@ import functools
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -183,6 +183,31 @@ class LoopReader:
     async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
         """`rows`, for callers that also take the PostgreSQL reader (which waits for its answers)."""
         return self.rows(statement, binds)
+
+    def together(self, reads: Sequence[tuple[Select[*tuple[Any, ...]], dict[str, Any]]]) -> list[list[Any]] | None:
+        """The rows of several statements from one snapshot of the file (one read transaction), so a write that
+        commits between them cannot show in one and not the other; None as for `rows`."""
+        if not self._lock.acquire(blocking=False):
+            self.declined += 1
+            return None
+        conn = None
+        try:
+            conn = self._connection()
+            self._ticks = 0  # one budget for them all
+            conn.execute("BEGIN")
+            found = []
+            for statement, binds in reads:
+                query = plain(self.dialect, statement, frozenset(binds))
+                found.append(conn.execute(query.sql, query.params(binds)).fetchall())
+            return found
+        except sqlite3.Error:
+            self.declined += 1
+            return None
+        finally:
+            if conn is not None and conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")  # nothing was written: the end of the snapshot
+            self._lock.release()
 
     def close(self) -> None:
         with self._lock:

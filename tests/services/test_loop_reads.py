@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -285,3 +286,61 @@ def test_on_postgresql_a_page_and_its_version_are_one_statement(
         conn.execute(text("UPDATE accounts SET links_version = links_version + 1"))
     assert now(links.list_links_now(runtime, caller, ListParams(per=4, q="quotes"))) is None
     assert now(search.search_now(runtime, caller, SearchParams(q="quotes"))) is None
+
+
+class _CommitBetween:
+    """The reader's connection, with another worker's create committed right after the version is read."""
+
+    def __init__(self, conn: sqlite3.Connection, commit: Any) -> None:
+        self.conn, self.commit, self.done = conn, commit, False
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        result = self.conn.execute(sql, *args)
+        if "links_version" in sql and not self.done:
+            self.done = True
+            result = result.fetchall()  # read before the other writer goes
+            self.commit()
+            return _Rows(result)
+        return result
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+
+class _Rows:
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows = rows
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+
+@SQLITE_ONLY
+def test_on_sqlite_the_version_and_the_rows_come_from_one_snapshot(
+    runtime: Runtime, client: TestClient, alice: Account, now: Now
+) -> None:
+    for _ in range(5):
+        assert create(client, alice).status_code == 201
+    caller = next(_callers(runtime, alice))
+    reader = runtime.db.now
+    assert isinstance(reader, LoopReader)
+    real = reader._connection()
+
+    def another_worker() -> None:
+        made = threading.Thread(
+            target=links.create_link, args=(runtime, caller, {"destination_url": "https://e.test/"})
+        )
+        made.start()
+        made.join()
+
+    reader._conn = _CommitBetween(real, another_worker)  # type: ignore[assignment]
+    statement = links.page_statement("sqlite", "created_at", "desc", False, False)
+    binds = {"account_id": caller.account_id, "limit": 20, "offset": 0}
+    try:
+        got = now(links.versioned_now(runtime, caller.account_id, (statement, binds, ("created_at", "desc"))))
+    finally:
+        reader._conn = real
+    assert got is not None
+    version, rows = got
+    assert (version, len(rows)) == (5, 5)  # one bump per create: the rows are those of the version read

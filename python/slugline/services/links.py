@@ -32,6 +32,7 @@ from slugline._core import SearchIndex
 from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
 from slugline.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
+from slugline.loopread import LoopReader
 from slugline.loopwrite import CommitUnknown, PgLoopWriter, Run, Taken, drive, session_run
 from slugline.models import Account, Link, LinkRecord
 from slugline.runtime import Runtime
@@ -353,15 +354,17 @@ Read = tuple[Select[Any], dict[str, Any], tuple[str, str]]  # a read of links: s
 async def versioned_now(rt: Runtime, account_id: int, read: Read) -> tuple[int, list[Any]] | None:
     """The account's links version and the rows of `read`, read on the event loop; None: the loop reader cannot
     answer (then take the thread path). On PostgreSQL one statement (`with_version`): one round trip, and the rows
-    and the version from one snapshot. On SQLite two reads on the worker's own connection, the version first."""
+    and the version from one snapshot. On SQLite two reads in one read transaction on the worker's own connection."""
     reader = rt.db.now
     if reader is None:
         return None
     statement, binds, (sort, direction) = read
-    if reader.dialect.name != "postgresql":
-        version = await version_now(rt, account_id)
-        rows = await reader.fetch(statement, binds) if version is not None else None
-        return None if version is None or rows is None else (version, rows)
+    if isinstance(reader, LoopReader):
+        found = reader.together([(_VERSION, {"account_id": account_id}), (statement, binds)])
+        if found is None:
+            return None
+        versions, rows = found
+        return (int(versions[0][0] or 0) if versions else 0), rows
     found = await reader.fetch(with_version(statement, sort, direction), binds)
     if not found:
         return None
