@@ -295,13 +295,13 @@ class _CommitBetween:
         self.conn, self.commit, self.done = conn, commit, False
 
     def execute(self, sql: str, *args: Any) -> Any:
-        result = self.conn.execute(sql, *args)
+        cursor = self.conn.execute(sql, *args)
         if "links_version" in sql and not self.done:
             self.done = True
-            result = result.fetchall()  # read before the other writer goes
+            rows = cursor.fetchall()  # read before the other writer goes
             self.commit()
-            return _Rows(result)
-        return result
+            return _Rows(rows)
+        return cursor
 
     @property
     def in_transaction(self) -> bool:
