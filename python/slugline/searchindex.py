@@ -35,6 +35,10 @@ INDEXED = (
 # Builds and catch-ups take one of these locks, by account id: at most one per account at a time, and a
 # fixed number of locks however many accounts come and go.
 FLIGHT_LOCKS = 64
+# An account's index up to this size is searched on the event loop (a query costs it well under a millisecond);
+# a larger one on a thread, under the account's cap on concurrent queries (`limits.querying`): over 100,000 links a
+# query takes 2-11 ms, all of it time the loop would not serve anyone else.
+LOOP_LINKS = 10_000
 
 
 def index_link(index: SearchIndex, link: Any) -> None:
@@ -90,9 +94,12 @@ class SearchCache:
 
     def held(self, account_id: int) -> tuple[int, SearchIndex] | None:
         """The account's index as held (its version, and it), or None: answers from it are exact only if the
-        account's links version read with them is not newer (else `use` brings it up)."""
+        account's links version read with them is not newer (else `use` brings it up). None as well past
+        `LOOP_LINKS` links: the event loop's callers then take a thread."""
         entry = self._get(account_id)
-        return (entry.version, entry.index) if entry is not None else None
+        if entry is None or len(entry.index) > LOOP_LINKS:
+            return None
+        return entry.version, entry.index
 
     def changed(
         self,

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from starlette.testclient import TestClient
 
-from slugline import loopread
+from slugline import loopread, searchindex
 from slugline.caller import Caller
 from slugline.errors import NotFound
 from slugline.loopread import LoopReader
@@ -108,6 +108,20 @@ def test_both_paths_give_the_same_matches_and_hits(
             runtime.search = SearchCache(runtime.search.budget_bytes)  # forgotten again for the next query
     reader = runtime.db.now
     assert reader is not None and reader.declined == 0
+
+
+def test_a_large_index_is_searched_on_a_thread(
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]], now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caller = next(_callers(runtime, alice))
+    params = SearchParams(q="quotes")
+    search.search_links(runtime, caller, params.model_dump())  # loads the index: 15 links
+    assert now(search.search_now(runtime, caller, params)) is not None
+    monkeypatch.setattr(searchindex, "LOOP_LINKS", len(made) - 1)  # one link past the size searched on the loop
+    assert now(search.search_now(runtime, caller, params)) is None
+    assert now(links.list_links_now(runtime, caller, ListParams(q="quotes"))) is None
+    links.list_links(runtime, caller, {})  # remembers the total
+    assert now(links.list_links_now(runtime, caller, ListParams())) is not None  # no search: no index, on the loop
 
 
 def test_a_search_index_behind_the_accounts_version_is_brought_up_on_a_thread(
