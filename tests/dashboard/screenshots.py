@@ -18,7 +18,7 @@ import httpx
 from PIL import Image
 
 from tests.dashboard.browser import DESKTOP, PHONE, chromium
-from tests.e2e.server import Server
+from tests.e2e.server import Server, set_plan
 
 LINKS = [
     ("rust-book", "https://doc.rust-lang.org/book/", "The Rust Programming Language", "rust, books", "public"),
@@ -46,7 +46,7 @@ def populate(server: Server) -> tuple[str, str]:
     """An account with links and clicks; returns (session token, id of the first link)."""
     api = httpx.Client(base_url=f"{server.url}/api/v1", timeout=30)
     token = api.post("/auth/register", json={"username": "ada", "password": "correct horse battery"}).json()["token"]
-    server.cli("accounts", "set-plan", "ada", "developer")
+    set_plan(server, "ada", "developer")
     key = api.post("/api-key", json={"scope": "full"}, headers={"Authorization": f"Bearer {token}"}).json()["key"]
     ids = []
     for slug, url, title, tags, visibility in LINKS:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.dashboard.browser import DESKTOP, PHONE, chromium, require_browser
 from tests.dashboard.pages import PASSWORD
-from tests.e2e.server import Server
+from tests.e2e.server import Server, set_plan
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -89,7 +89,7 @@ def test_newcomer_gets_from_nothing_to_a_key_and_a_link_with_a_chart(page: Page,
     assert "developer plan" in page.get_by_role("alert").inner_text()
     page.get_by_role("navigation").get_by_role("link", name="Settings").click()
     assert "developer plan" in page.get_by_role("status").inner_text()
-    server.cli("accounts", "set-plan", name, "developer")
+    set_plan(server, name, "developer")
 
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(f"{server.url}/app/login")
@@ -160,7 +160,7 @@ def test_newcomer_gets_from_nothing_to_a_key_and_a_link_with_a_chart(page: Page,
 
 def test_a_form_posted_without_its_csrf_token_is_refused(page: Page, server: Server) -> None:
     name = sign_up(page, server)
-    server.cli("accounts", "set-plan", name, "developer")
+    set_plan(server, name, "developer")
     form: dict[str, str | float | bool] = {"destination_url": "https://example.com/forged", "visibility": "public"}
     refused = page.request.post(f"{server.url}/app/links/new", form=form, max_redirects=0)
     assert refused.status == 403
@@ -170,7 +170,7 @@ def test_a_form_posted_without_its_csrf_token_is_refused(page: Page, server: Ser
 
 def test_link_form_errors_appear_next_to_their_field(page: Page, server: Server) -> None:
     name = sign_up(page, server)
-    server.cli("accounts", "set-plan", name, "developer")
+    set_plan(server, name, "developer")
     page.goto(f"{server.url}/app/links/new")
     page.get_by_label("Destination URL").fill("ftp://example.com/file")
     page.get_by_label("Slug").fill("api")
@@ -187,7 +187,7 @@ def test_pages_fit_a_phone_and_start_with_a_skip_link(browser: Browser, server: 
     try:
         page = context.new_page()
         name = sign_up(page, server)
-        server.cli("accounts", "set-plan", name, "developer")
+        set_plan(server, name, "developer")
         page.goto(f"{server.url}{path}")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         page.keyboard.press("Tab")

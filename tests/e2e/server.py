@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from slugline.identitycache import TRUST_SECONDS
+
 SECRET = "e2e-secret-" + "k" * 40
 PASSWORD = "e2e-password"  # of every account make_account registers
 T = TypeVar("T")
@@ -118,12 +120,19 @@ class Keys:
     session: str
 
 
+def set_plan(server: Server, username: str, plan: str) -> None:
+    """The admin CLI's plan change, then the wait after which every worker is promised to see it: an identity
+    resolved just before the change is trusted for `TRUST_SECONDS` more (the CLI itself can take less)."""
+    server.cli("accounts", "set-plan", username, plan)
+    time.sleep(TRUST_SECONDS)
+
+
 def make_account(server: Server, username: str, plan: str = "developer") -> Keys:
     """Register over HTTP, set the plan with the admin CLI, and generate both keys over HTTP."""
     res = httpx.post(f"{server.url}/api/v1/auth/register", json={"username": username, "password": PASSWORD})
     res.raise_for_status()
     token = res.json()["token"]
-    server.cli("accounts", "set-plan", username, plan)
+    set_plan(server, username, plan)
     auth = {"Authorization": f"Bearer {token}"}
     full = httpx.post(f"{server.url}/api/v1/api-key", json={"scope": "full"}, headers=auth).json()["key"]
     public = httpx.post(f"{server.url}/api/v1/api-key", json={"scope": "public"}, headers=auth).json()["key"]
