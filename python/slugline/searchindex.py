@@ -35,10 +35,12 @@ INDEXED = (
 # Builds and catch-ups take one of these locks, by account id: at most one per account at a time, and a
 # fixed number of locks however many accounts come and go.
 FLIGHT_LOCKS = 64
-# An account's index up to this size is searched on the event loop (a query costs it well under a millisecond);
-# a larger one on a thread, under the account's cap on concurrent queries (`limits.querying`): over 100,000 links a
-# query takes 2-11 ms, all of it time the loop would not serve anyone else.
-LOOP_LINKS = 10_000
+# An account's index up to this size is searched on the event loop: a query over it costs the loop up to ~2 ms
+# (20-80 ns a link), about a garbage collection's pause. A larger one is searched on a thread, under the account's cap
+# on concurrent queries (`limits.querying`): over 100,000 links a query takes 2-11 ms, all of it time the loop would
+# not serve anyone else. The thread path costs each query several times the CPU (a q over 10,000 links: ~850 req/s
+# against ~3,400 on the loop), so the line is drawn well above the accounts most teams have.
+LOOP_LINKS = 25_000
 
 
 def index_link(index: SearchIndex, link: Any) -> None:
