@@ -50,6 +50,9 @@ pub struct ClickArgs<'a> {
 pub const MAX_IP: usize = 64;
 
 fn cut_chars(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text; // no more characters than bytes: nothing to cut, and no walk over it on the serving thread
+    }
     text.char_indices().nth(max).map_or(text, |(end, _)| &text[..end])
 }
 

@@ -3,7 +3,6 @@ reading a form body within the same byte budget as a JSON one."""
 
 from __future__ import annotations
 
-import asyncio
 from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl
@@ -14,8 +13,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from slugline import __version__
 from slugline.dashboard.session import CSRF_FIELD, Visitor, runtime, set_presession
-from slugline.errors import BadRequest, PayloadTooLarge
-from slugline.web.request import MAX_BODY, body_timeout, header
+from slugline.errors import BadRequest
+from slugline.web.request import gather, header
 
 STATIC_VERSION = "1"  # in the asset names: a new version is a new name, so a cached old asset is never used
 CSP = (
@@ -77,16 +76,7 @@ async def read_form(request: Request) -> dict[str, str]:
     ctype = (header(request.scope, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != FORM_TYPE:
         return {}
-    timeout = runtime(request).settings.body_timeout_seconds
-    raw = bytearray()
-    try:
-        async with asyncio.timeout(timeout):
-            async for chunk in request.stream():
-                raw += chunk
-                if len(raw) > MAX_BODY:
-                    raise PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
-    except TimeoutError:
-        raise body_timeout(timeout) from None
+    raw = await gather(request.stream(), runtime(request).settings.body_timeout_seconds)
     try:
         return dict(parse_qsl(raw.decode(), keep_blank_values=True, max_num_fields=100))
     except (UnicodeDecodeError, ValueError):

@@ -14,11 +14,12 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from slugline import _core
+from slugline.errors import PayloadTooLarge
 from slugline.ratelimit import Decision
 from slugline.redirects.linkcache import Entry
 from slugline.runtime import Runtime
 from slugline.services import limits
-from slugline.web.request import body_timeout
+from slugline.web.request import collect
 
 COOKIE_SECONDS = 24 * 3600
 MAX_FORM = 4096
@@ -48,23 +49,10 @@ async def read_form(receive: Any, timeout: float) -> dict[str, list[str]] | None
     """The url-encoded body; None when it is larger than a password form can be, or the client left. RequestTimeout
     (408) unless it has all arrived within `timeout` seconds."""
     try:
-        async with asyncio.timeout(timeout):
-            return await _read_form(receive)
-    except TimeoutError:
-        raise body_timeout(timeout) from None
-
-
-async def _read_form(receive: Any) -> dict[str, list[str]] | None:
-    body = b""
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        body += message.get("body", b"")
-        if len(body) > MAX_FORM:
-            return None
-        if not message.get("more_body", False):
-            return parse_qs(body.decode("utf-8", "replace"))
+        body = await collect(receive, MAX_FORM, timeout)
+    except PayloadTooLarge:
+        return None
+    return None if body is None else parse_qs(body.decode("utf-8", "replace"))
 
 
 class Unlocker:

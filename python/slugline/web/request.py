@@ -62,15 +62,7 @@ async def read_json(scope: Scope, chunks: AsyncIterator[bytes], timeout: float) 
     if ctype != "application/json":
         raise BadRequest("the request body must be JSON sent with 'Content-Type: application/json'")
     _check_declared(scope)
-    raw = bytearray()
-    try:
-        async with asyncio.timeout(timeout):
-            async for chunk in chunks:
-                raw += chunk
-                if len(raw) > MAX_BODY:
-                    raise _too_large()
-    except TimeoutError:
-        raise body_timeout(timeout) from None
+    raw = await gather(chunks, timeout)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -81,6 +73,27 @@ async def read_body(scope: Scope, receive: Receive, timeout: float) -> bytes | N
     """The whole body as bytes, or None if the client left first: 413 past `MAX_BODY` whatever Content-Length
     claimed, 408 unless it has all arrived within `timeout` seconds."""
     _check_declared(scope)
+    return await collect(receive, MAX_BODY, timeout)
+
+
+async def gather(chunks: AsyncIterator[bytes], timeout: float) -> bytes:  # noqa: ASYNC109
+    """A body read through Starlette's `request.stream()`: PayloadTooLarge (413) past `MAX_BODY`, RequestTimeout
+    (408) unless it has all arrived within `timeout` seconds."""
+    raw = bytearray()
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in chunks:
+                raw += chunk
+                if len(raw) > MAX_BODY:
+                    raise _too_large(MAX_BODY)
+    except TimeoutError:
+        raise body_timeout(timeout) from None
+    return bytes(raw)
+
+
+async def collect(receive: Receive, limit: int, timeout: float) -> bytes | None:  # noqa: ASYNC109
+    """A body read straight from ASGI `receive`, or None if the client left first: PayloadTooLarge (413) past
+    `limit` bytes, RequestTimeout (408) unless it has all arrived within `timeout` seconds."""
     raw = bytearray()
     try:
         async with asyncio.timeout(timeout):
@@ -89,8 +102,8 @@ async def read_body(scope: Scope, receive: Receive, timeout: float) -> bytes | N
                 if message["type"] != "http.request":
                     return None
                 raw += message.get("body", b"")
-                if len(raw) > MAX_BODY:
-                    raise _too_large()
+                if len(raw) > limit:
+                    raise _too_large(limit)
                 if not message.get("more_body", False):
                     return bytes(raw)
     except TimeoutError:
@@ -110,11 +123,11 @@ def replay(body: bytes, receive: Receive) -> Receive:
 def _check_declared(scope: Scope) -> None:
     declared = header(scope, b"content-length") or ""
     if declared.isascii() and declared.isdigit() and (len(declared) > 12 or int(declared) > MAX_BODY):
-        raise _too_large()
+        raise _too_large(MAX_BODY)
 
 
-def _too_large() -> PayloadTooLarge:
-    return PayloadTooLarge(f"the request body must be at most {MAX_BODY // 1024} KiB")
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the request body must be at most {limit // 1024} KiB")
 
 
 def body_timeout(timeout: float) -> RequestTimeout:
