@@ -44,6 +44,7 @@ from sqlalchemy.sql.dml import ValuesBase
 from sqlalchemy.sql.elements import ClauseElement
 
 from slugline.clock import isoformat
+from slugline.deadline import within
 from slugline.pgwire import Wire
 
 # Virtual-machine steps one statement may take here before it is interrupted, in ticks of TICK_STEPS. A primary-key
@@ -334,7 +335,7 @@ class PgLoopReader:
         try:
             async with self.connection() as conn:
                 if conn is not None:
-                    async with asyncio.timeout(READ_SECONDS):
+                    with within(READ_SECONDS):
                         found = await conn.rows(query.sql, query.named(binds))
         except (psycopg.Error, OSError, TimeoutError):
             pass

@@ -44,6 +44,7 @@ import psycopg
 from sqlalchemy import Dialect, Executable
 from sqlalchemy.orm import Session
 
+from slugline.deadline import within
 from slugline.loopread import READ_SECONDS, PgLoopReader, named, plain
 from slugline.pgwire import Unsent, Wire
 
@@ -224,7 +225,7 @@ class PgLoopWriter:
                     self.declined += 1
                     return None
                 run = functools.partial(self._run, conn)
-                async with asyncio.timeout(READ_SECONDS):
+                with within(READ_SECONDS):
                     await conn.command(b"BEGIN")
                     try:
                         done = await work(run)
@@ -258,7 +259,7 @@ class PgLoopWriter:
                 self.declined += 1
                 return None
             try:
-                async with asyncio.timeout(READ_SECONDS):
+                with within(READ_SECONDS):
                     found = await self._send(conn, "BEGIN; ", statement, binds, "")
             except (psycopg.Error, OSError, TimeoutError):
                 self.declined += 1
@@ -269,7 +270,7 @@ class PgLoopWriter:
                 await _roll_back(conn)
                 raise
             try:
-                async with asyncio.timeout(READ_SECONDS):
+                with within(READ_SECONDS):
                     return await self._send(conn, "", written, values, "; COMMIT")
             except (psycopg.Error, OSError, TimeoutError) as exc:
                 self._failed_once_sent(exc)
@@ -292,7 +293,7 @@ class PgLoopWriter:
                 if conn is None:
                     self.declined += 1
                     return None
-                async with asyncio.timeout(READ_SECONDS):
+                with within(READ_SECONDS):
                     return await self._run(conn, statement, binds)
         except (psycopg.Error, OSError, TimeoutError) as exc:
             self._failed_once_sent(exc)
@@ -324,6 +325,5 @@ async def _roll_back(conn: Wire) -> None:
     """Ends a transaction the server still has open (its statement answered); one cut off in flight cannot be
     ended here, and its connection is closed instead."""
     if conn.in_transaction:
-        with contextlib.suppress(psycopg.Error, OSError, TimeoutError):
-            async with asyncio.timeout(READ_SECONDS):
-                await conn.command(b"ROLLBACK")
+        with contextlib.suppress(psycopg.Error, OSError, TimeoutError), within(READ_SECONDS):
+            await conn.command(b"ROLLBACK")

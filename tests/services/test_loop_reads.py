@@ -277,6 +277,36 @@ def test_waiting_reads_cancelled_or_handed_a_closed_connection_lose_no_slot(runt
 
 
 @POSTGRES_ONLY
+def test_a_read_past_its_time_is_declined_and_its_connection_not_reused(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = runtime.db.now
+    assert isinstance(reader, loopread.PgLoopReader)
+    slow = text("SELECT pg_sleep(5)")
+    key = {"link_id": "x" * 12, "account_id": 1}
+
+    async def scenario() -> tuple[Any, float, Any, int]:
+        assert await reader.fetch(links._GET, key) == []  # the connection opens with the server's limit at 3 s
+        monkeypatch.setattr(loopread, "READ_SECONDS", 0.2)  # so only the reader's own limit can cut it at 0.2 s
+        started = time.monotonic()
+        found = await reader.fetch(slow, {})  # type: ignore[arg-type]
+        took = time.monotonic() - started
+        again = await reader.fetch(links._GET, key)
+        pool = reader._loops[asyncio.get_running_loop()]
+        return found, took, again, pool.open
+
+    reader.size = 1
+    with asyncio.Runner() as runner:
+        try:
+            found, took, again, opened = runner.run(scenario())
+        finally:
+            runner.run(reader.aclose())
+    assert found is None and reader.declined == 1  # the thread path answers it
+    assert 0.2 <= took < 1  # not the statement's 5 s
+    assert again == [] and opened == 1  # the next read had a new connection, in the slot the first one freed
+
+
+@POSTGRES_ONLY
 def test_on_postgresql_a_page_and_its_version_are_one_statement(
     runtime: Runtime, alice: Account, made: list[dict[str, Any]], now: Now, monkeypatch: pytest.MonkeyPatch
 ) -> None:

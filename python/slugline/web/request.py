@@ -3,7 +3,6 @@ bytes) that must arrive in time."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import orjson
 from starlette.datastructures import URL
 from starlette.types import Message, Receive, Scope
 
+from slugline.deadline import within
 from slugline.errors import BadRequest, PayloadTooLarge, RequestTimeout
 from slugline.runtime import Runtime
 
@@ -81,7 +81,7 @@ async def gather(chunks: AsyncIterator[bytes], timeout: float) -> bytes:  # noqa
     (408) unless it has all arrived within `timeout` seconds."""
     raw = bytearray()
     try:
-        async with asyncio.timeout(timeout):
+        with within(timeout):
             async for chunk in chunks:
                 raw += chunk
                 if len(raw) > MAX_BODY:
@@ -96,7 +96,7 @@ async def collect(receive: Receive, limit: int, timeout: float) -> bytes | None:
     `limit` bytes, RequestTimeout (408) unless it has all arrived within `timeout` seconds."""
     raw = bytearray()
     try:
-        async with asyncio.timeout(timeout):
+        with within(timeout):
             while True:
                 message = await receive()
                 if message["type"] != "http.request":
