@@ -56,6 +56,7 @@ STEP_BUDGET = 20_000
 READ_SECONDS = 3  # a read on PostgreSQL that takes longer is given up (and the thread path takes over)
 WAIT_SECONDS = 1  # how long a read on PostgreSQL waits for one of the loop's connections before taking a thread
 STORED_LENGTH = len("2024-05-01 12:00:00.000000")
+PG_UTC_LENGTH = len("2024-05-01 12:00:00+00")
 
 
 @dataclass(frozen=True)
@@ -329,14 +330,15 @@ class PgLoopReader:
                 pool.release(None)
 
     async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
-        """The statement's rows, or None when they cannot be had now (then read them on a thread)."""
+        """The statement's rows, or None when they cannot be had now (then read them on a thread). Timestamps come
+        as text, as SQLite's do (see `iso`)."""
         query = named(self.dialect, statement, frozenset(binds))
         found = None
         try:
             async with self.connection() as conn:
                 if conn is not None:
                     with within(READ_SECONDS):
-                        found = await conn.rows(query.sql, query.named(binds))
+                        found = await conn.rows(query.sql, query.named(binds), text_times=True)
         except (psycopg.Error, OSError, TimeoutError):
             pass
         if found is None:
@@ -355,10 +357,14 @@ class PgLoopReader:
 
 
 def iso(text: str | None) -> str | None:
-    """A timestamp as SQLAlchemy stores it in SQLite (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC) in the API's form, the
-    same as `clock.isoformat` gives for the parsed value; by slicing, where parsing was a third of a link's JSON."""
+    """A timestamp as SQLAlchemy stores it in SQLite (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC) or as PostgreSQL sends it
+    in UTC (`YYYY-MM-DD HH:MM:SS[.f…]+00`), in the API's form, the same as `clock.isoformat` gives for the parsed
+    value; by slicing, where parsing was a third of a link's JSON."""
     if text is None:
         return None
-    if len(text) == STORED_LENGTH and text[10] == " " and text[19] == ".":
+    size = len(text)
+    sqlite = size == STORED_LENGTH and text[19] == "."
+    postgres = size >= PG_UTC_LENGTH and text.endswith("+00") and (size == PG_UTC_LENGTH or text[19] == ".")
+    if (sqlite or postgres) and text[10] == " " and text[13] == ":" and text[16] == ":":
         return f"{text[:10]}T{text[11:19]}Z"
     return isoformat(datetime.fromisoformat(text))

@@ -4,8 +4,9 @@ psycopg's async `execute` and `fetchall` cost ~200 µs of the worker's CPU for a
 machines, of which ~100 µs is psycopg's own machinery around libpq (its lock, its generators, and registering and
 removing the socket with the event loop at every wait, each a system call). `Wire` sends the same statement through
 the same libpq connection and loads the rows with the same psycopg adapters (`Transformer`), so values come back
-exactly as a cursor gives them, in about half that: the socket stays registered with the loop while the connection
-lives, and a statement is prepared once per connection and then sent in one message.
+exactly as a cursor gives them (or timestamps as text, for callers that only show them), in about half that: the
+socket stays registered with the loop while the connection lives, and a statement is prepared once per connection
+and then sent in one message. The session's time zone is UTC.
 
 A `Wire` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (a lost
 connection, a cancelled request, a timeout) leaves it unsound (`sound` is False), as does a transaction left open
@@ -25,12 +26,13 @@ from typing import Any
 
 import orjson
 import psycopg
-from psycopg import pq
+from psycopg import abc, pq
 from psycopg._queries import PostgresClientQuery, PostgresQuery  # how psycopg's cursors turn values into a query
-from psycopg.adapt import Transformer
+from psycopg.adapt import AdaptersMap, Transformer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.errors import error_from_result
 from psycopg.types.json import set_json_loads
+from psycopg.types.string import TextLoader
 
 MAX_PREPARED = 128  # statements prepared per connection; any further one is sent unprepared
 # Prepared statements the server has dropped or can no longer run (a migration changed a table under them).
@@ -56,6 +58,16 @@ class _Outcome:
         self.error: psycopg.Error | None = None
 
 
+class _TextTimes:
+    """A connection's adapters, with timestamps loaded as the text the server sends."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.connection = conn
+        self.adapters = AdaptersMap(conn.adapters)
+        for name in ("timestamptz", "timestamp"):
+            self.adapters.register_loader(name, TextLoader)
+
+
 class Wire:
     """One open connection's statements: `rows` (one statement, its values bound by the server) and `script`
     (several statements in one message, the values in its text). Made by `open`."""
@@ -68,6 +80,7 @@ class Wire:
         self._loop = weakref.proxy(loop)
         self._fd = self.pgconn.socket
         self._tx = Transformer(conn)
+        self._tx_text_times = Transformer(_TextTimes(conn))
         self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
         self._waiter: asyncio.Future[None] | None = None
         self._busy = False  # a statement in flight, or cut off in flight
@@ -81,7 +94,8 @@ class Wire:
         caller does: a statement cut off here must not go on running (or waiting for a lock) on the server, on a
         connection already closed and no longer counted, and commit after its caller was told it failed."""
         given = conninfo_to_dict(url)
-        limit = f"-c statement_timeout={round(statement_timeout * 1000)}"
+        # In UTC, so a timestamp read as text (`rows(..., text_times=True)`) is one: `2024-05-01 12:00:00.5+00`.
+        limit = f"-c statement_timeout={round(statement_timeout * 1000)} -c TimeZone=UTC"
         options = f"{given['options']} {limit}" if given.get("options") else limit
         conn = await psycopg.AsyncConnection.connect(
             url, autocommit=True, connect_timeout=int(connect_timeout), options=options
@@ -115,9 +129,11 @@ class Wire:
         self._unwatch()
         self.pgconn.finish()
 
-    async def rows(self, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    async def rows(self, sql: str, params: Mapping[str, Any], text_times: bool = False) -> list[tuple[Any, ...]]:
         """One statement (`%(name)s` placeholders), prepared on this connection the first time it is sent: its rows,
-        or none for a statement that returns none. An error the server answered raises psycopg's exception for it."""
+        or none for a statement that returns none. An error the server answered raises psycopg's exception for it.
+        With `text_times`, timestamps come as the server's text in UTC (`2024-05-01 12:00:00.5+00`), for callers
+        that only show them: a `datetime` in the session's zone, then formatted, cost ~3 µs a value."""
         converted = PostgresQuery(self._tx)
         converted.convert(sql, params)
         key = (converted.query, tuple(converted.types))
@@ -126,14 +142,14 @@ class Wire:
             name = b"sl_%d" % len(self._prepared)
             self._start()
             self.pgconn.send_prepare(name, converted.query, param_types=converted.types)
-            await self._results(name)
+            await self._results(name, self._tx)
             self._prepared[key] = name
         self._start()
         if name is None:
             self.pgconn.send_query_params(converted.query, converted.params, converted.types, converted.formats, TEXT)
         else:
             self.pgconn.send_query_prepared(name, converted.params, converted.formats, TEXT)
-        return await self._results(name)
+        return await self._results(name, self._tx_text_times if text_times else self._tx)
 
     async def script(self, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Several statements sent as one (psycopg binds the values in the text, as its client-side cursors do): the
@@ -142,20 +158,20 @@ class Wire:
         converted.convert(sql, params)
         self._start()
         self.pgconn.send_query(converted.query)
-        return await self._results(None)
+        return await self._results(None, self._tx)
 
     async def command(self, sql: bytes) -> None:
         """A statement with no values and no rows (`BEGIN`, `COMMIT`, `ROLLBACK`)."""
         self._start()
         self.pgconn.send_query(sql)
-        await self._results(None)
+        await self._results(None, self._tx)
 
     def _start(self) -> None:
         if self._busy or not self._watched or self.pgconn.status != pq.ConnStatus.OK:
             raise Unsent("the connection is not fit for another statement")
         self._busy = True
 
-    async def _results(self, prepared: bytes | None) -> list[tuple[Any, ...]]:
+    async def _results(self, prepared: bytes | None, tx: abc.Transformer) -> list[tuple[Any, ...]]:
         """Waits for every result of what was sent; the rows of the last that has any."""
         pgconn = self.pgconn
         sent_at_once = True
@@ -165,7 +181,7 @@ class Wire:
         outcome = _Outcome()
         if sent_at_once:  # nothing can have been read yet: no read until the loop sees the socket ready
             await self._readable_soon()
-        while not self._take_ready(outcome):
+        while not self._take_ready(outcome, tx):
             await self._readable_soon()
         self._busy = False
         if outcome.error is not None:
@@ -174,7 +190,7 @@ class Wire:
             raise outcome.error
         return outcome.rows
 
-    def _take_ready(self, outcome: _Outcome) -> bool:
+    def _take_ready(self, outcome: _Outcome, tx: abc.Transformer) -> bool:
         """One read of what the socket holds, and every result it completed taken; True once the last has come."""
         pgconn = self.pgconn
         pgconn.consume_input()
@@ -183,8 +199,8 @@ class Wire:
             if result is None:
                 return True
             if result.status in ROWS:
-                self._tx.set_pgresult(result)
-                outcome.rows = self._tx.load_rows(0, result.ntuples, tuple)
+                tx.set_pgresult(result)
+                outcome.rows = tx.load_rows(0, result.ntuples, tuple)
             elif result.status not in DONE and outcome.error is None:
                 outcome.error = error_from_result(result)
         return False

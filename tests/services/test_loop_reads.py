@@ -203,6 +203,12 @@ def test_timestamps_in_any_other_stored_form_are_still_read() -> None:
     assert loopread.iso("2024-05-01 12:00:00.123456") == "2024-05-01T12:00:00Z"
     assert loopread.iso("2024-05-01 12:00:00") == "2024-05-01T12:00:00Z"
     assert loopread.iso("2024-05-01T14:00:00.5+02:00") == "2024-05-01T12:00:00Z"
+    # PostgreSQL's text: sliced in UTC, parsed in any other zone.
+    assert loopread.iso("2024-05-01 12:00:00+00") == "2024-05-01T12:00:00Z"
+    assert loopread.iso("2024-05-01 12:00:59.5+00") == "2024-05-01T12:00:59Z"
+    assert loopread.iso("2024-05-01 12:00:00.123456+00") == "2024-05-01T12:00:00Z"
+    assert loopread.iso("2024-05-01 17:30:00.5+05:30") == "2024-05-01T12:00:00Z"
+    assert loopread.iso("2024-05-01 12:00:00-01") == "2024-05-01T13:00:00Z"
     assert loopread.iso(None) is None
 
 

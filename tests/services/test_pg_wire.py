@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.dialects import postgresql
 
-from slugline.loopread import PgLoopReader
+from slugline.loopread import PgLoopReader, iso
 from slugline.loopwrite import CommitUnknown, PgLoopWriter, Run
 from slugline.pgwire import Unsent, Wire
 from tests.helpers import POSTGRES_ONLY
@@ -78,6 +78,22 @@ def test_an_error_the_server_answers_raises_and_leaves_the_connection_fit(databa
         return await wire.rows("SELECT %(n)s::int + 1", {"n": 1})
 
     assert run(database_url, scenario) == [(2,)]
+
+
+def test_text_times_are_the_servers_text_in_utc_whatever_the_urls_zone(database_url: str) -> None:
+    """A loop read shows timestamps by slicing their text (`loopread.iso`), which needs them in UTC."""
+    elsewhere = database_url + ("&" if "?" in database_url else "?") + "options=-cTimeZone%3DAsia/Kolkata"
+    moments = "SELECT %(w)s::timestamptz, %(whole)s::timestamptz, NULL::timestamptz, %(w)s::timestamp"
+    binds = {"w": BINDS["w"], "whole": datetime(2024, 5, 1, 12, tzinfo=UTC)}
+
+    async def scenario(wire: Wire) -> tuple[list[Any], list[Any]]:
+        return await wire.rows(moments, binds, text_times=True), await wire.rows(moments, binds)
+
+    shown, loaded = run(elsewhere, scenario)
+    assert shown == [("2024-05-01 12:00:00.123456+00", "2024-05-01 12:00:00+00", None, "2024-05-01 12:00:00.123456")]
+    assert loaded[0][:2] == (BINDS["w"], binds["whole"])  # the same statement, prepared once, loads datetimes
+    noon = "2024-05-01T12:00:00Z"
+    assert [iso(value) for value in shown[0]] == [noon, noon, None, noon]
 
 
 def test_a_statement_cut_off_in_flight_leaves_the_connection_unfit(database_url: str) -> None:
