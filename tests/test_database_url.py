@@ -25,6 +25,8 @@ from tests.helpers import POSTGRES_ONLY
         "postgresql+psycopg://u@/db?host=127.0.0.1:5432&host=localhost:5433",
         "postgresql+psycopg://u@/db?host=[::1]:5432",
         "postgresql+psycopg://u@127.0.0.1/db?options=-csearch_path%3Dx",
+        "postgresql+psycopg://u@/db?host=127.0.0.1,localhost",
+        "postgresql+psycopg://u@db.example.com/db?host=127.0.0.1",  # the query's host is the one connected to
     ],
 )
 def test_loopback_without_a_tls_setting_connects_in_plaintext(url: str) -> None:
@@ -46,6 +48,12 @@ def test_loopback_without_a_tls_setting_connects_in_plaintext(url: str) -> None:
         "postgresql+psycopg://u@127.0.0.1/db?sslmode=prefer",
         "postgresql+psycopg://u@127.0.0.1/db?sslrootcert=/etc/ca.pem",
         "postgresql+psycopg://u@127.0.0.1/db?hostaddr=10.0.0.5",
+        "postgresql+psycopg://u@127.0.0.1/db?host=db.example.com",  # the query's host is the one connected to
+        "postgresql+psycopg://u@/db?host=127.0.0.1,db.example.com",
+        "postgresql+psycopg://u@localhost/db?service=secure",  # a service file may ask for TLS
+        "postgresql+psycopg://u@localhost/db?channel_binding=require",
+        "postgresql+psycopg://u@localhost/db?gssencmode=require",
+        "postgresql+psycopg://u@localhost/db?requiressl=1",
         "sqlite:///data/slugline.db",
     ],
 )
@@ -53,8 +61,22 @@ def test_any_other_url_is_used_as_given(url: str) -> None:
     assert plaintext_on_loopback(make_url(url)) == make_url(url)
 
 
-def test_a_tls_setting_in_the_environment_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PGSSLMODE", "require")
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PGSSLMODE", "require"),
+        ("PGSSLROOTCERT", "system"),  # libpq then means verify-full, which `allow` would contradict
+        ("PGREQUIRESSL", "1"),
+        ("PGSERVICE", "secure"),
+        ("PGHOSTADDR", "192.0.2.9"),  # the address connected to, whatever the URL's host
+        ("PGGSSENCMODE", "require"),
+        ("PGCHANNELBINDING", "require"),
+    ],
+)
+def test_a_setting_in_the_environment_keeps_the_url_as_given(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
     url = make_url("postgresql+psycopg://u@127.0.0.1/db")
     assert plaintext_on_loopback(url) == url
 

@@ -4,7 +4,9 @@ never swallow or invent a cancellation."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -128,3 +130,22 @@ def test_the_sweep_stops_once_no_limit_is_live(run: Runner) -> None:
 def test_outside_a_loop_it_refuses() -> None:
     with pytest.raises(RuntimeError), within(1):
         pass
+
+
+def test_a_loop_that_ends_with_a_limit_live_is_still_collected() -> None:
+    """A thread's loop stopped with a request in flight: the live limit must not keep the loop (and, through the
+    loop, its connections) for good."""
+
+    async def stuck() -> None:
+        with within(10):
+            await asyncio.sleep(10)
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(stuck())
+    loop.run_until_complete(asyncio.sleep(0.01))
+    assert loop in deadline._sweeps and deadline._sweeps[loop].live
+    loop.close()
+    ended = weakref.ref(loop)
+    del loop, task
+    gc.collect()
+    assert ended() is None

@@ -56,6 +56,12 @@ def normalize_url(url: str) -> str:
     return url
 
 
+# Where libpq may learn of TLS, or of the host it really connects to, other than the URL's host and `sslmode`: with
+# any of them the URL is used as given.
+_ELSEWHERE_KEYS = frozenset({"service", "hostaddr", "requiressl", "gssencmode", "channel_binding"})
+_ELSEWHERE_ENV = ("PGSERVICE", "PGHOSTADDR", "PGREQUIRESSL", "PGGSSENCMODE", "PGCHANNELBINDING")
+
+
 def plaintext_on_loopback(url: URL) -> URL:
     """A PostgreSQL URL whose every host is this machine's loopback, and which says nothing of TLS, gets
     `sslmode=allow`: a connection without TLS, or with it if the server accepts no other (`hostssl` lines).
@@ -64,13 +70,19 @@ def plaintext_on_loopback(url: URL) -> URL:
     TCP connection. On loopback that protects nothing (no network to listen on; whoever can read the loopback
     device can read both processes' memory), and `prefer` checks no certificate anyway, while encrypting each
     message cost a quarter of a primary-key read's round trip in the worker (14 µs of 56) and as much again in the
-    server. A URL or an environment (`PGSSLMODE`) that names any TLS setting is kept as it is."""
-    if url.get_backend_name() != "postgresql" or os.environ.get("PGSSLMODE") or os.environ.get("PGREQUIRESSL"):
+    server. A URL or an environment that names any TLS setting (`sslmode`, `PGSSLMODE`, `PGSSLROOTCERT`, ...), a
+    service, or a host address is kept as it is."""
+    if url.get_backend_name() != "postgresql":
         return url
-    if any(key.startswith("ssl") or key in ("requiressl", "hostaddr") for key in url.query):
+    if any(key.startswith("ssl") or key in _ELSEWHERE_KEYS for key in url.query):
         return url
-    given = url.query.get("host", ())
-    hosts = [url.host] if url.host else ([given] if isinstance(given, str) else list(given))
+    if any(os.environ.get(name) for name in _ELSEWHERE_ENV) or any(
+        name.startswith("PGSSL") and value for name, value in os.environ.items()
+    ):
+        return url
+    # As the driver reads it: a `host` in the query wins over the URL's own.
+    given = url.query.get("host") or url.host or ()
+    hosts = [host for entry in ([given] if isinstance(given, str) else given) for host in entry.split(",")]
     return url.update_query_dict({"sslmode": "allow"}) if hosts and all(map(_loopback, hosts)) else url
 
 

@@ -66,7 +66,9 @@ class within:
         task = asyncio.current_task(loop)
         if task is None:
             raise RuntimeError("within() is used inside a task")
-        self._task = task
+        # Weakly: a limit still live when its loop ends (a thread's loop stopped with a request in flight) must not
+        # keep the loop, through the task, from being collected with its connections.
+        self._task = weakref.ref(task)
         self._cancelling = task.cancelling()
         self.due = loop.time() + self.seconds
         sweep = _sweeps.get(loop)
@@ -77,13 +79,21 @@ class within:
         return self
 
     def expire(self) -> None:
-        self._expired = True
-        self._task.cancel()
+        task = self._task()
+        if task is not None:
+            self._expired = True
+            task.cancel()
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self._sweep.live.discard(self)
+        task = self._task()  # the task running this block: alive
         # As asyncio.timeout: the cancellation is ours to turn into TimeoutError only if no other was asked for.
-        if self._expired and self._task.uncancel() <= self._cancelling and kind is asyncio.CancelledError:
+        if (
+            self._expired
+            and task is not None
+            and task.uncancel() <= self._cancelling
+            and kind is asyncio.CancelledError
+        ):
             raise TimeoutError from exc

@@ -94,8 +94,9 @@ class Wire:
         caller does: a statement cut off here must not go on running (or waiting for a lock) on the server, on a
         connection already closed and no longer counted, and commit after its caller was told it failed."""
         given = conninfo_to_dict(url)
-        # In UTC, so a timestamp read as text (`rows(..., text_times=True)`) is one: `2024-05-01 12:00:00.5+00`.
-        limit = f"-c statement_timeout={round(statement_timeout * 1000)} -c TimeZone=UTC"
+        # In UTC and ISO form, so a timestamp read as text (`rows(..., text_times=True)`) is `2024-05-01 12:00:00.5+00`
+        # whatever the server's defaults (a PGTZ in the environment still wins: then it is parsed, not sliced).
+        limit = f"-c statement_timeout={round(statement_timeout * 1000)} -c TimeZone=UTC -c DateStyle=ISO"
         options = f"{given['options']} {limit}" if given.get("options") else limit
         conn = await psycopg.AsyncConnection.connect(
             url, autocommit=True, connect_timeout=int(connect_timeout), options=options

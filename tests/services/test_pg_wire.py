@@ -80,9 +80,10 @@ def test_an_error_the_server_answers_raises_and_leaves_the_connection_fit(databa
     assert run(database_url, scenario) == [(2,)]
 
 
-def test_text_times_are_the_servers_text_in_utc_whatever_the_urls_zone(database_url: str) -> None:
+def test_text_times_are_the_servers_iso_text_in_utc_whatever_the_urls_zone_and_style(database_url: str) -> None:
     """A loop read shows timestamps by slicing their text (`loopread.iso`), which needs them in UTC."""
-    elsewhere = database_url + ("&" if "?" in database_url else "?") + "options=-cTimeZone%3DAsia/Kolkata"
+    zone_and_style = "options=-cTimeZone%3DAsia/Kolkata%20-cDateStyle%3DGerman"
+    elsewhere = database_url + ("&" if "?" in database_url else "?") + zone_and_style
     moments = "SELECT %(w)s::timestamptz, %(whole)s::timestamptz, NULL::timestamptz, %(w)s::timestamp"
     binds = {"w": BINDS["w"], "whole": datetime(2024, 5, 1, 12, tzinfo=UTC)}
 
