@@ -1,6 +1,7 @@
 """HTTP load on the REST API and MCP: `slugline serve` against a bare FastAPI route under the same Granian.
 
     python benches/http_api.py [--duration 5] [--rounds 3] [--workers 1] [--links 10000] [--database-url postgresql://…]
+    python benches/http_api.py --postgresql-too postgresql://…   # SQLite, PostgreSQL and the bare app, alternated
 
 The bare app answers every route with the JSON Slugline itself answered (fetched once, then constant), so the ratio
 is what Slugline's own work (auth, rate limits, the database, the rules) costs against the framework's ceiling.
@@ -14,10 +15,12 @@ runs in a task of its own per request), `mcp_get_me_2026` as the official v2 cli
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +63,7 @@ MCP_CALL_2026 = json.dumps(
     }
 )
 MCP_HEADERS_2026 = {**MCP_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "get_me"}
+Row = tuple[str, str, str, str | None]  # name, method, path, body
 WORDS = ["rust", "python", "guide", "book", "kubernetes", "music", "guitar", "news", "recipe", "travel"]
 
 
@@ -76,7 +80,7 @@ def seed(base: str, auth: dict[str, str], count: int) -> str:
     return made[0]
 
 
-def rows(link_id: str, auth: dict[str, str]) -> list[tuple[str, str, str, str | None]]:
+def rows(link_id: str, auth: dict[str, str]) -> list[Row]:
     """(name, method, path, body) of each row, reads first."""
     update = json.dumps({"title": "bench update"})
     create = json.dumps({"destination_url": "https://example.org/new", "title": "bench"})
@@ -101,7 +105,7 @@ def headers_for(name: str, auth: dict[str, str]) -> dict[str, str]:
     return {**auth, "Content-Type": "application/json"} if name in ("update", "create") else dict(auth)
 
 
-def capture(base: str, auth: dict[str, str], table: list[tuple[str, str, str, str | None]]) -> dict[str, Any]:
+def capture(base: str, auth: dict[str, str], table: list[Row]) -> dict[str, Any]:
     """Slugline's own answer to each row, for the bare app to repeat."""
     bodies: dict[str, Any] = {}
     with httpx.Client(base_url=base, timeout=30) as client:
@@ -121,12 +125,48 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--links", type=int, default=10_000, help="links in the account (default 10,000)")
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
+    parser.add_argument(
+        "--postgresql-too",
+        default=None,
+        metavar="URL",
+        help="also serve from this PostgreSQL database, alternated with the SQLite server and the bare app in the "
+        "same rounds, and print PostgreSQL / SQLite",
+    )
     parser.add_argument("--only", nargs="*", default=None, help="row names to run (default: all)")
     args = parser.parse_args()
     ensure_tools()
+    if args.postgresql_too and args.database_url:
+        parser.error("--postgresql-too compares against SQLite: give no --database-url with it")
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="slugline-bench-")))
+        servers: dict[str, tuple[str, dict[str, str], list[Row]]] = {}
+        stores = {SLUGLINE: args.database_url, POSTGRESQL: args.postgresql_too}
+        for label, url in stores.items():
+            if label == SLUGLINE or url:
+                servers[label] = stack.enter_context(_slugline(tmp / label, url, args))
+        base, auth, table = servers[SLUGLINE]
+        (tmp / "bodies.json").write_text(json.dumps(capture(base, auth, table)))
+        bare, bare_base = start_granian(
+            "bare_apps:api", args.workers, tmp, {"BARE_API_BODIES": str(tmp / "bodies.json")}
+        )
+        stack.callback(stop, bare)
+        servers[BARE] = (bare_base, auth, table)
+        results = measure(servers, args)
+    report(results, args)
+    return 0
+
+
+SLUGLINE, POSTGRESQL, BARE = "slugline", "slugline PostgreSQL", "bare FastAPI"
+
+
+@contextlib.contextmanager
+def _slugline(
+    tmp: Path, database_url: str | None, args: argparse.Namespace
+) -> Iterator[tuple[str, dict[str, str], list[Row]]]:
+    """A Slugline server on its own store, seeded: its address, a key's header, and the rows to run on it."""
     limits = {f"SLUGLINE_RATE_LIMIT_{plan}": "100000000" for plan in ("PRO", "DEVELOPER", "ANONYMOUS")}
-    with tempfile.TemporaryDirectory(prefix="slugline-bench-") as name, own_schema(args.database_url) as db_url:
-        tmp = Path(name)
+    tmp.mkdir()
+    with own_schema(database_url) as db_url:
         env = slugline_env(tmp, db_url, **limits)
         server, base = start_slugline(tmp, args.workers, env)
         try:
@@ -134,58 +174,53 @@ def main() -> int:
             started = time.monotonic()
             link_id = seed(base, auth, args.links)
             print(f"seeded {args.links} links in {time.monotonic() - started:.1f} s", flush=True)
-            table = [row for row in rows(link_id, auth) if args.only is None or row[0] in args.only]
-            (tmp / "bodies.json").write_text(json.dumps(capture(base, auth, table)))
-            bare, bare_base = start_granian(
-                "bare_apps:api", args.workers, tmp, {"BARE_API_BODIES": str(tmp / "bodies.json")}
-            )
-            try:
-                results = measure(table, auth, {"slugline": base, "bare FastAPI": bare_base}, args)
-            finally:
-                stop(bare)
+            yield base, auth, [row for row in rows(link_id, auth) if args.only is None or row[0] in args.only]
         finally:
             stop(server)
-    report(results, args)
-    return 0
 
 
 def measure(
-    table: list[tuple[str, str, str, str | None]],
-    auth: dict[str, str],
-    servers: dict[str, str],
-    args: argparse.Namespace,
+    servers: dict[str, tuple[str, dict[str, str], list[Row]]], args: argparse.Namespace
 ) -> dict[str, dict[str, list[Run]]]:
+    """Each row, on every server in turn, `args.rounds` times."""
     results: dict[str, dict[str, list[Run]]] = {}
-    for name, method, path, body in table:
-        script = lua_request(method, headers_for(name, auth), body)
-        for url in servers.values():
-            wrk(url + path, 1, args.connections, args.threads, script)  # warm-up, not counted
+    for index, (name, *_) in enumerate(servers[SLUGLINE][2]):
+        scripts = {}
+        for label, (url, auth, table) in servers.items():
+            _, method, path, body = table[index]
+            scripts[label] = (url + path, lua_request(method, headers_for(name, auth), body))
+            wrk(url + path, 1, args.connections, args.threads, scripts[label][1])  # warm-up, not counted
         runs: dict[str, list[Run]] = {label: [] for label in servers}
         for _ in range(args.rounds):
-            for label, url in servers.items():
-                runs[label].append(wrk(url + path, args.duration, args.connections, args.threads, script))
+            for label, (target, script) in scripts.items():
+                runs[label].append(wrk(target, args.duration, args.connections, args.threads, script))
         results[name] = runs
-        mine, ceiling = median(runs["slugline"]), median(runs["bare FastAPI"])
-        print(
-            f"{name:12s} slugline {mine.rps:9.0f} req/s p99 {mine.p99_ms:7.2f} ms | bare {ceiling.rps:9.0f} req/s "
-            f"p99 {ceiling.p99_ms:7.2f} ms | ratio {mine.rps / ceiling.rps:.3f}",
-            flush=True,
-        )
+        line = " | ".join(f"{label} {median(runs[label]).rps:9.0f} req/s" for label in servers)
+        print(f"{name:16s} {line} | ratio {median(runs[SLUGLINE]).rps / median(runs[BARE]).rps:.3f}", flush=True)
     return results
 
 
 def report(results: dict[str, dict[str, list[Run]]], args: argparse.Namespace) -> None:
+    both = args.postgresql_too is not None
     print(
         f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration}s, {args.rounds} alternating rounds, "
-        f"{args.workers} worker(s), {args.links} links, {args.database_url or 'SQLite'}; medians:"
+        f"{args.workers} worker(s), {args.links} links, {args.database_url or 'SQLite'}"
+        f"{' and ' + args.postgresql_too if both else ''}; medians:"
     )
-    print("| row | Slugline req/s | p99 ms | bare FastAPI req/s | p99 ms | ratio |\n|---|---|---|---|---|---|")
+    head = "| row | Slugline req/s | p99 ms | bare FastAPI req/s | p99 ms | ratio |"
+    if both:
+        head += " PostgreSQL req/s | p99 ms | ratio | PostgreSQL / SQLite |"
+    print(head + "\n" + "|---" * head.count(" | ") + "|---|")
     for name, runs in results.items():
-        mine, ceiling = median(runs["slugline"]), median(runs["bare FastAPI"])
-        print(
+        mine, ceiling = median(runs[SLUGLINE]), median(runs[BARE])
+        line = (
             f"| {name} | {mine.rps:,.0f} | {mine.p99_ms:.2f} | {ceiling.rps:,.0f} | {ceiling.p99_ms:.2f} | "
             f"{mine.rps / ceiling.rps:.3f} |"
         )
+        if both:
+            pg = median(runs[POSTGRESQL])
+            line += f" {pg.rps:,.0f} | {pg.p99_ms:.2f} | {pg.rps / ceiling.rps:.3f} | {pg.rps / mine.rps:.3f} |"
+        print(line)
 
 
 if __name__ == "__main__":
