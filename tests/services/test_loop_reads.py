@@ -338,6 +338,35 @@ def test_on_postgresql_a_page_and_its_version_are_one_statement(
     assert now(search.search_now(runtime, caller, SearchParams(q="quotes"))) is None
 
 
+@POSTGRES_ONLY
+def test_on_postgresql_page_reads_are_planned_once_per_connection(
+    runtime: Runtime, alice: Account, made: list[dict[str, Any]]
+) -> None:
+    """The server's own choice was to plan the page read (LATERAL, LIMIT, OFFSET) afresh at every run, costing it
+    more than the run itself; the loop's connections ask for generic plans."""
+    reader = runtime.db.now
+    assert isinstance(reader, loopread.PgLoopReader)
+    caller = next(_callers(runtime, alice))
+    links.list_links(runtime, caller, {"per": 2})  # remembers the total, so the loop answers
+
+    async def scenario() -> list[Any]:
+        for page in range(1, 9):  # past the 5 runs after which the server may settle on a generic plan
+            assert await links.list_links_now(runtime, caller, ListParams(per=2, page=1 + page % 2)) is not None
+        async with reader.connection() as conn:
+            assert conn is not None
+            return await conn.rows(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %(lateral)s",
+                {"lateral": "%LATERAL%"},
+            )
+
+    reader.size = 1
+    with asyncio.Runner() as runner:
+        try:
+            assert runner.run(scenario()) == [(8, 0)]
+        finally:
+            runner.run(reader.aclose())
+
+
 class _CommitBetween:
     """The reader's connection, with another worker's create committed right after the version is read."""
 
