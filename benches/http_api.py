@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,11 +33,13 @@ from httpbench import (
     lua_request,
     median,
     own_schema,
+    postgres_cpu,
     pro_account,
     slugline_env,
     start_granian,
     start_slugline,
     stop,
+    worker_threads_cpu,
     wrk,
 )
 
@@ -64,6 +67,8 @@ MCP_CALL_2026 = json.dumps(
 )
 MCP_HEADERS_2026 = {**MCP_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "get_me"}
 Row = tuple[str, str, str, str | None]  # name, method, path, body
+# A server: its address, a key's header, the rows to run on it, and its process (None: not a Slugline server).
+Served = tuple[str, dict[str, str], list[Row], "subprocess.Popen[bytes] | None"]
 WORDS = ["rust", "python", "guide", "book", "kubernetes", "music", "guitar", "news", "recipe", "travel"]
 
 
@@ -139,20 +144,21 @@ def main() -> int:
         parser.error("--postgresql-too compares against SQLite: give no --database-url with it")
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="slugline-bench-")))
-        servers: dict[str, tuple[str, dict[str, str], list[Row]]] = {}
+        servers: dict[str, Served] = {}
         stores = {SLUGLINE: args.database_url, POSTGRESQL: args.postgresql_too}
         for label, url in stores.items():
             if label == SLUGLINE or url:
                 servers[label] = stack.enter_context(_slugline(tmp / label, url, args))
-        base, auth, table = servers[SLUGLINE]
+        base, auth, table, _ = servers[SLUGLINE]
         (tmp / "bodies.json").write_text(json.dumps(capture(base, auth, table)))
         bare, bare_base = start_granian(
             "bare_apps:api", args.workers, tmp, {"BARE_API_BODIES": str(tmp / "bodies.json")}
         )
         stack.callback(stop, bare)
-        servers[BARE] = (bare_base, auth, table)
-        results = measure(servers, args)
+        servers[BARE] = (bare_base, auth, table, None)
+        results, cpu = measure(servers, args)
     report(results, args)
+    report_cpu(results, cpu, args)
     return 0
 
 
@@ -160,9 +166,7 @@ SLUGLINE, POSTGRESQL, BARE = "slugline", "slugline PostgreSQL", "bare FastAPI"
 
 
 @contextlib.contextmanager
-def _slugline(
-    tmp: Path, database_url: str | None, args: argparse.Namespace
-) -> Iterator[tuple[str, dict[str, str], list[Row]]]:
+def _slugline(tmp: Path, database_url: str | None, args: argparse.Namespace) -> Iterator[Served]:
     """A Slugline server on its own store, seeded: its address, a key's header, and the rows to run on it."""
     limits = {f"SLUGLINE_RATE_LIMIT_{plan}": "100000000" for plan in ("PRO", "DEVELOPER", "ANONYMOUS")}
     tmp.mkdir()
@@ -174,30 +178,38 @@ def _slugline(
             started = time.monotonic()
             link_id = seed(base, auth, args.links)
             print(f"seeded {args.links} links in {time.monotonic() - started:.1f} s", flush=True)
-            yield base, auth, [row for row in rows(link_id, auth) if args.only is None or row[0] in args.only]
+            table = [row for row in rows(link_id, auth) if args.only is None or row[0] in args.only]
+            yield base, auth, table, server
         finally:
             stop(server)
 
 
 def measure(
-    servers: dict[str, tuple[str, dict[str, str], list[Row]]], args: argparse.Namespace
-) -> dict[str, dict[str, list[Run]]]:
-    """Each row, on every server in turn, `args.rounds` times."""
+    servers: dict[str, Served], args: argparse.Namespace
+) -> tuple[dict[str, dict[str, list[Run]]], dict[str, dict[str, tuple[float, float]]]]:
+    """Each row, on every server in turn, `args.rounds` times; and for each Slugline server and row, the CPU seconds
+    its workers and the local PostgreSQL server used over those runs."""
     results: dict[str, dict[str, list[Run]]] = {}
+    cpu: dict[str, dict[str, tuple[float, float]]] = {}
     for index, (name, *_) in enumerate(servers[SLUGLINE][2]):
         scripts = {}
-        for label, (url, auth, table) in servers.items():
+        for label, (url, auth, table, _) in servers.items():
             _, method, path, body = table[index]
             scripts[label] = (url + path, lua_request(method, headers_for(name, auth), body))
             wrk(url + path, 1, args.connections, args.threads, scripts[label][1])  # warm-up, not counted
         runs: dict[str, list[Run]] = {label: [] for label in servers}
+        used = {label: (0.0, 0.0) for label in servers}
         for _ in range(args.rounds):
             for label, (target, script) in scripts.items():
+                proc = servers[label][3]
+                before = (sum(worker_threads_cpu(proc).values()), postgres_cpu()) if proc else (0.0, 0.0)
                 runs[label].append(wrk(target, args.duration, args.connections, args.threads, script))
-        results[name] = runs
+                after = (sum(worker_threads_cpu(proc).values()), postgres_cpu()) if proc else (0.0, 0.0)
+                used[label] = (used[label][0] + after[0] - before[0], used[label][1] + after[1] - before[1])
+        results[name], cpu[name] = runs, used
         line = " | ".join(f"{label} {median(runs[label]).rps:9.0f} req/s" for label in servers)
         print(f"{name:16s} {line} | ratio {median(runs[SLUGLINE]).rps / median(runs[BARE]).rps:.3f}", flush=True)
-    return results
+    return results, cpu
 
 
 def report(results: dict[str, dict[str, list[Run]]], args: argparse.Namespace) -> None:
@@ -220,6 +232,25 @@ def report(results: dict[str, dict[str, list[Run]]], args: argparse.Namespace) -
         if both:
             pg = median(runs[POSTGRESQL])
             line += f" {pg.rps:,.0f} | {pg.p99_ms:.2f} | {pg.rps / ceiling.rps:.3f} | {pg.rps / mine.rps:.3f} |"
+        print(line)
+
+
+def report_cpu(
+    results: dict[str, dict[str, list[Run]]], cpu: dict[str, dict[str, tuple[float, float]]], args: argparse.Namespace
+) -> None:
+    """CPU per request over the measured runs: the Slugline workers' (every thread), and the local PostgreSQL
+    server's (every process, whoever's work it was: run nothing else against it meanwhile)."""
+    labels = [label for label in (SLUGLINE, POSTGRESQL) if label in next(iter(cpu.values()), {})]
+    on_postgresql = [label for label in labels if label == POSTGRESQL or args.database_url]
+    head = "| row |" + "".join(f" {label} workers µs/req |" for label in labels)
+    head += "".join(f" {label}: PostgreSQL server µs/req |" for label in on_postgresql)
+    print(
+        "\nCPU per request (from /proc, over the measured runs):\n" + head + "\n" + "|---" * (head.count("|") - 1) + "|"
+    )
+    for name, used in cpu.items():
+        served = {label: sum(run.responses for run in results[name][label]) or 1 for label in labels}
+        line = f"| {name} |" + "".join(f" {used[label][0] / served[label] * 1e6:.0f} |" for label in labels)
+        line += "".join(f" {used[label][1] / served[label] * 1e6:.0f} |" for label in on_postgresql)
         print(line)
 
 

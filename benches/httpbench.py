@@ -258,3 +258,20 @@ def cpu_split(before: dict[tuple[int, int], float], after: dict[tuple[int, int],
         else:
             other += used
     return serving, other
+
+
+def postgres_cpu() -> float:
+    """CPU seconds used so far by every PostgreSQL server process on this machine (its backends, WAL writer,
+    checkpointer, autovacuum), for the benches that run against a local server."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or not (proc / "comm").read_text().startswith("postgres"):
+                continue
+            stat = (proc / "stat").read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
