@@ -14,8 +14,9 @@ thread (the ordinary path) whenever this cannot answer at once. On SQLite:
 - It is read-only (`PRAGMA query_only`), one connection per worker process, used by one caller at a time: if two
   event loops in one process meet here (tests), the second takes the thread path.
 
-On PostgreSQL the read is awaited on a psycopg connection driven through libpq (`pgwire.Wire`, see `PgLoopReader`):
-the loop serves other requests meanwhile.
+On PostgreSQL the read is awaited on a psycopg connection driven through libpq in pipeline mode (`pgwire.Pipe`,
+see `PgLoopReader`): the loop serves other requests meanwhile, and the reads of many requests share a connection,
+whose server process answers those that queued up together.
 
 Statements are the services' own SQLAlchemy Core statements, compiled once by the engine's dialect, so both paths
 read exactly the same rows.
@@ -45,7 +46,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from slugline.clock import isoformat
 from slugline.deadline import within
-from slugline.pgwire import Wire
+from slugline.pgwire import Pipe, Wire
 
 # Virtual-machine steps one statement may take here before it is interrupted, in ticks of TICK_STEPS. A primary-key
 # read takes ~50 and a 100-row page down an index a few thousand; counting or sorting a large account takes hundreds
@@ -55,6 +56,10 @@ TICK_STEPS = 1_000
 STEP_BUDGET = 20_000
 READ_SECONDS = 3  # a read on PostgreSQL that takes longer is given up (and the thread path takes over)
 WAIT_SECONDS = 1  # how long a read on PostgreSQL waits for one of the loop's connections before taking a thread
+PIPES = 2  # pipelined connections per worker and event loop, for the reads on PostgreSQL (`pgwire.Pipe`)
+# A page further in than this many rows is read on a connection of its own, not in a pipeline: the rows skipped are
+# read and thrown away, and every statement behind it in the pipeline would wait for them.
+MAX_PIPED_OFFSET = 1_000
 STORED_LENGTH = len("2024-05-01 12:00:00.000000")
 PG_UTC_LENGTH = len("2024-05-01 12:00:00+00")
 
@@ -228,13 +233,54 @@ class _Connections:
         # Callers waiting for a connection, first come first served: each is handed one as it is given back (or
         # None, a slot freed by a closed connection, which the caller then opens itself).
         self.waiting: collections.deque[asyncio.Future[Wire | None]] = collections.deque()
+        # Each opened when first needed. Once open, the pipeline itself: a task holds its loop, and this loop's
+        # connections must not keep it from being collected (and its connections closed with it, see `_pool`).
+        self.pipes: list[Pipe | asyncio.Task[Pipe] | None] = [None] * PIPES
+
+    def least_busy(self) -> tuple[Pipe | None, int | None, asyncio.Task[Pipe] | None]:
+        """The open pipeline whose oldest read in flight is the most recent, a free slot, and one being opened
+        (each None if there is none); pipelines no longer sound are closed, and their slots freed."""
+        best: Pipe | None = None
+        free: int | None = None
+        opening: asyncio.Task[Pipe] | None = None
+        for index, slot in enumerate(self.pipes):
+            if isinstance(slot, asyncio.Task):
+                if not slot.done():
+                    opening = slot
+                    continue
+                slot = self.opened(index, slot)
+            if slot is not None and not slot.sound:
+                slot.close()
+                self.pipes[index] = slot = None
+            if slot is None:
+                free = index if free is None else free
+            elif best is None or slot.busy_since > best.busy_since:
+                best = slot
+        return best, free, opening
+
+    def opened(self, index: int, task: asyncio.Task[Pipe]) -> Pipe | None:
+        """The slot of a pipeline whose opening ended takes the pipeline (None: it could not be opened)."""
+        pipe = None if task.cancelled() or task.exception() is not None else task.result()
+        if self.pipes[index] is not task:  # already taken (this is the task's own callback), or closed meanwhile
+            if pipe is not None and self.closed:
+                pipe.close()
+            return None
+        self.pipes[index] = pipe
+        return pipe
 
     def close(self) -> None:
-        """Closes the idle connections now, and each one in use as it is given back."""
+        """Closes the idle connections and the pipelines now (the reads in flight on them are declined), and each
+        connection in use as it is given back."""
         self.closed = True
         for conn in self.idle:
             conn.close()
         self.idle.clear()
+        for index, slot in enumerate(self.pipes):
+            self.pipes[index] = None
+            if isinstance(slot, Pipe):
+                slot.close()
+            elif slot is not None and not slot.done():
+                slot.cancel()
 
     def release(self, conn: Wire | None) -> None:
         """A connection given back (None: one closed, so its slot is free), to the first caller still waiting."""
@@ -253,20 +299,26 @@ class _Connections:
 
 
 class PgLoopReader:
-    """The same small reads on PostgreSQL, awaited on the event loop through `pgwire.Wire` connections: the loop
-    serves other requests while the server answers, and no worker thread or pooled connection is held.
+    """The same small reads on PostgreSQL, awaited on the event loop: the loop serves other requests while the
+    server answers, and no worker thread or pooled connection is held.
 
-    At most `size` connections per worker and event loop, opened as needed and kept. With all of them busy a read
+    The reads go through `PIPES` pipelined connections per worker and event loop (`pgwire.Pipe`), opened as needed
+    and kept: each read is sent at once on the one whose oldest read in flight is the most recent (an idle one
+    first), and the server answers the reads that queued up together. A page more than `MAX_PIPED_OFFSET` rows in,
+    and the loop's writes (`loopwrite`), take one of at most `size` plain connections (`pgwire.Wire`) instead, one
+    caller at a time. With all of those busy a read
     waits on the loop for the next one given back, for at most `WAIT_SECONDS` (a wait costs the loop nothing, where
     the thread path would hold a thread and a pooled connection, and check the connection first); after that it is
     declined and takes the thread path. A read that fails or takes longer than `READ_SECONDS` is declined too, and
-    its connection closed; the thread path then answers, or gives the 503 a database that is away earns."""
+    its connection closed (a pipeline's with it: every read behind one past its time would wait for it too); the
+    thread path then answers, or gives the 503 a database that is away earns."""
 
     def __init__(self, url: str, dialect: Dialect, size: int, wait: float = WAIT_SECONDS) -> None:
         self.url = url
         self.dialect = dialect
         self.size = size
         self.wait = wait
+        self.piped = True  # reads go through the pipelines (False: on the plain connections, as deep pages do)
         self.declined = 0
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Connections] = weakref.WeakKeyDictionary()
 
@@ -303,16 +355,41 @@ class PgLoopReader:
             pool.release(None)
             raise
 
-    @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[Wire | None]:
-        """One of this event loop's connections (None: none came in time), given back afterwards if it is idle and
-        sound, closed otherwise (see `Wire.sound`): a statement cut off (a lost connection, a timeout, a cancelled
-        request) leaves it in an unknown state, and it is never reused."""
+    def _pool(self) -> _Connections:
         loop = asyncio.get_running_loop()
         pool = self._loops.get(loop)
         if pool is None:
             pool = self._loops[loop] = _Connections()
             weakref.finalize(loop, pool.close)  # a loop that ends without `aclose` (a test's, a thread's) closes them
+        return pool
+
+    async def _pipe(self, pool: _Connections) -> Pipe | None:
+        """The pipeline whose oldest read in flight is the most recent (an idle one first); a further one is opened,
+        and waited for, when every open one is busy."""
+        best, free, opening = pool.least_busy()
+        if best is not None and (not best.waiting or free is None or opening is not None):
+            return best
+        if free is not None and opening is None:
+            opening = asyncio.get_running_loop().create_task(
+                Pipe.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
+            )
+            opening.add_done_callback(functools.partial(pool.opened, free))
+            pool.pipes[free] = opening
+        if opening is None:
+            return best
+        try:  # an idle one in a few milliseconds, rather than behind reads of unknown length
+            return await asyncio.shield(opening)
+        except (psycopg.Error, OSError):
+            if best is None:
+                raise
+            return best
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Wire | None]:
+        """One of this event loop's connections (None: none came in time), given back afterwards if it is idle and
+        sound, closed otherwise (see `Wire.sound`): a statement cut off (a lost connection, a timeout, a cancelled
+        request) leaves it in an unknown state, and it is never reused."""
+        pool = self._pool()
         try:
             conn = await self._connection(pool)
         except (psycopg.Error, OSError):  # none could be opened: nothing was sent, the thread path will tell
@@ -333,6 +410,8 @@ class PgLoopReader:
         """The statement's rows, or None when they cannot be had now (then read them on a thread). Timestamps come
         as text, as SQLite's do (see `iso`)."""
         query = named(self.dialect, statement, frozenset(binds))
+        if self.piped and binds.get("offset", 0) <= MAX_PIPED_OFFSET:
+            return await self._fetch_piped(query.sql, query.named(binds))
         found = None
         try:
             async with self.connection() as conn:
@@ -345,8 +424,27 @@ class PgLoopReader:
             self.declined += 1
         return found
 
+    async def _fetch_piped(self, sql: str, values: dict[str, Any]) -> list[Any] | None:
+        pool = self._pool()
+        pipe: Pipe | None = None
+        found = None
+        try:
+            with within(READ_SECONDS):
+                pipe = await self._pipe(pool)
+                if pipe is not None:
+                    found = await pipe.rows(sql, values, text_times=True)
+        except TimeoutError:
+            if pipe is not None:  # every read behind this one would wait for it as long: they take the thread path
+                pipe.close()
+        except (psycopg.Error, OSError):
+            pass
+        if found is None:
+            self.declined += 1
+        return found
+
     async def aclose(self) -> None:
-        """Closes this event loop's idle connections, and each one in use as it is given back."""
+        """Closes this event loop's idle connections and pipelines, and each connection in use as it is given
+        back."""
         pool = self._loops.pop(asyncio.get_running_loop(), None)
         if pool is not None:
             pool.close()

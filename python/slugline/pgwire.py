@@ -14,12 +14,17 @@ or stale prepared statements; it must then be closed, never reused: the server m
 gives up a statement itself after the same time its caller waits (`statement_timeout`), so one cut off does not run
 on, unseen, after its connection is closed. An error the server answered outside a transaction leaves it fit; a
 statement refused before anything was sent (the server had closed the connection) raises `Unsent`.
+
+A `Pipe` is the same connection in libpq's pipeline mode, for reads only: any number of callers at once, each
+statement sent at once and answered in order (see its docstring).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import math
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +40,7 @@ from psycopg.types.json import set_json_loads
 from psycopg.types.string import TextLoader
 
 MAX_PREPARED = 128  # statements prepared per connection; any further one is sent unprepared
+MAX_PIPED = 256  # statements in flight on one `Pipe`
 # Prepared statements the server has dropped or can no longer run (a migration changed a table under them).
 STALE_PREPARED = frozenset({"0A000", "26000"})
 ROWS = frozenset({pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE})
@@ -90,27 +96,8 @@ class Wire:
 
     @classmethod
     async def open(cls, url: str, connect_timeout: float, statement_timeout: float) -> Wire:
-        """A new connection. The server gives up any statement running past `statement_timeout` seconds, as the
-        caller does: a statement cut off here must not go on running (or waiting for a lock) on the server, on a
-        connection already closed and no longer counted, and commit after its caller was told it failed."""
-        given = conninfo_to_dict(url)
-        # In UTC and ISO form, so a timestamp read as text (`rows(..., text_times=True)`) is `2024-05-01 12:00:00.5+00`
-        # whatever the server's defaults (a PGTZ in the environment still wins: then it is parsed, not sliced).
-        # Generic plans: every statement sent here is keyed by a primary key or an account's own index, whose plan
-        # does not change with the values, and the server otherwise planned the page reads (a LATERAL join with
-        # LIMIT and OFFSET) afresh at every run, its generic plan costed above the custom ones: 0.2 ms of its CPU a
-        # page of links, more than running it.
-        limit = (
-            f"-c statement_timeout={round(statement_timeout * 1000)} -c TimeZone=UTC -c DateStyle=ISO"
-            " -c plan_cache_mode=force_generic_plan"
-        )
-        options = f"{given['options']} {limit}" if given.get("options") else limit
-        conn = await psycopg.AsyncConnection.connect(
-            url, autocommit=True, connect_timeout=int(connect_timeout), options=options
-        )
-        set_json_loads(orjson.loads, conn)
-        conn.pgconn.nonblocking = 1
-        return cls(conn, asyncio.get_running_loop())
+        """A new connection (see `connect`)."""
+        return cls(await connect(url, connect_timeout, statement_timeout), asyncio.get_running_loop())
 
     @property
     def sound(self) -> bool:
@@ -253,3 +240,230 @@ class Wire:
             with contextlib.suppress(ReferenceError):  # the loop is gone, and its registrations with it
                 if not self._loop.is_closed():
                     self._loop.remove_reader(self._fd)
+
+
+async def connect(url: str, connect_timeout: float, statement_timeout: float) -> psycopg.AsyncConnection[Any]:
+    """A new connection, in autocommit and non-blocking. The server gives up any statement running past
+    `statement_timeout` seconds, as the caller does: a statement cut off here must not go on running (or waiting for
+    a lock) on the server, on a connection already closed and no longer counted, and commit after its caller was told
+    it failed."""
+    given = conninfo_to_dict(url)
+    # In UTC and ISO form, so a timestamp read as text (`rows(..., text_times=True)`) is `2024-05-01 12:00:00.5+00`
+    # whatever the server's defaults (a PGTZ in the environment still wins: then it is parsed, not sliced).
+    # Generic plans: every statement sent here is keyed by a primary key or an account's own index, whose plan
+    # does not change with the values, and the server otherwise planned the page reads (a LATERAL join with
+    # LIMIT and OFFSET) afresh at every run, its generic plan costed above the custom ones: 0.2 ms of its CPU a
+    # page of links, more than running it.
+    limit = (
+        f"-c statement_timeout={round(statement_timeout * 1000)} -c TimeZone=UTC -c DateStyle=ISO"
+        " -c plan_cache_mode=force_generic_plan"
+    )
+    options = f"{given['options']} {limit}" if given.get("options") else limit
+    conn = await psycopg.AsyncConnection.connect(
+        url, autocommit=True, connect_timeout=int(connect_timeout), options=options
+    )
+    set_json_loads(orjson.loads, conn)
+    conn.pgconn.nonblocking = 1
+    return conn
+
+
+class _Piped:
+    """One statement of a pipeline, waiting for its results: its caller's future (None for a `PREPARE`), the
+    adapters that load its rows, and what came so far."""
+
+    __slots__ = ("answered", "future", "key", "outcome", "sent", "tx")
+
+    def __init__(
+        self, future: asyncio.Future[list[tuple[Any, ...]]] | None, tx: abc.Transformer | None, sent: float
+    ) -> None:
+        self.future = future
+        self.tx = tx
+        self.sent = sent  # loop time
+        self.outcome = _Outcome()
+        self.answered = False  # a result came: the next empty one ends the statement
+        self.key: tuple[bytes, tuple[int, ...]] | None = None  # a PREPARE's statement, forgotten if it fails
+
+
+SYNC = None  # a synchronization point in `Pipe._pending`
+
+
+class Pipe:
+    """One connection in libpq's pipeline mode, shared by every reader of an event loop: each statement is sent as
+    soon as it is asked for, with its own synchronization point (an error fails that statement only), without
+    waiting for those before it to be answered. The server then runs the statements that queued up meanwhile back
+    to back, and answers them together: one backend woken once for many reads, where a connection per read wakes a
+    backend per read (at 64 concurrent requests the server's CPU for a primary-key read fell ~8-fold, see
+    `benches/pg_roundtrip.py`). Results come back in the order sent and go to each caller's future.
+
+    A caller that stops waiting (a cancelled request) leaves its statement to be answered and dropped; the
+    connection stays fit. A connection lost, or prepared statements made stale, fail every statement in flight, and
+    `sound` is False from then on: the owner opens another. At most `MAX_PIPED` statements wait at once (`Unsent`
+    beyond: the caller takes another path). Made by `open`."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
+        self.conn = conn
+        self.pgconn = conn.pgconn
+        self._loop = weakref.proxy(loop)  # weakly, as `Wire` holds it
+        self._fd = self.pgconn.socket
+        self._tx = Transformer(conn)
+        self._tx_text_times = Transformer(_TextTimes(conn))
+        self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
+        self._pending: collections.deque[_Piped | None] = collections.deque()
+        self._waiting = 0
+        self._failed: psycopg.Error | None = None  # what failed before the next synchronization point
+        self._writing = False
+        self._broken = False
+        self._watched = True
+        self.pgconn.enter_pipeline_mode()
+        loop.add_reader(self._fd, self._readable)
+
+    @classmethod
+    async def open(cls, url: str, connect_timeout: float, statement_timeout: float) -> Pipe:
+        return cls(await connect(url, connect_timeout, statement_timeout), asyncio.get_running_loop())
+
+    @property
+    def sound(self) -> bool:
+        return self._watched and not self._broken and self.pgconn.status == pq.ConnStatus.OK
+
+    @property
+    def waiting(self) -> int:
+        """Callers' statements sent and not yet answered."""
+        return self._waiting
+
+    @property
+    def busy_since(self) -> float:
+        """When the oldest statement still in flight was sent (loop time); infinity when none is. The statements
+        are answered in order: the later this is, the sooner a statement sent now is answered."""
+        for piped in self._pending:
+            if piped is not None:
+                return piped.sent
+        return math.inf
+
+    def close(self) -> None:
+        """Closed at once; every statement in flight fails."""
+        self._fail(psycopg.OperationalError("the connection was closed"))
+        self.pgconn.finish()
+
+    async def rows(self, sql: str, params: Mapping[str, Any], text_times: bool = False) -> list[tuple[Any, ...]]:
+        """As `Wire.rows`: one statement, prepared on this connection the first time it is sent, and its rows."""
+        if not self.sound or self._waiting >= MAX_PIPED:
+            raise Unsent("the connection is not fit for another statement")
+        converted = PostgresQuery(self._tx)
+        converted.convert(sql, params)
+        key = (converted.query, tuple(converted.types))
+        name = self._prepared.get(key)
+        pgconn = self.pgconn
+        loop = self._loop
+        piped = _Piped(loop.create_future(), self._tx_text_times if text_times else self._tx, loop.time())
+        try:
+            if name is None and len(self._prepared) < MAX_PREPARED:
+                name = self._prepared[key] = b"sl_%d" % len(self._prepared)
+                pgconn.send_prepare(name, converted.query, param_types=converted.types)
+                preparing = _Piped(None, None, piped.sent)
+                preparing.key = key
+                self._pending.append(preparing)
+            if name is None:
+                pgconn.send_query_params(converted.query, converted.params, converted.types, converted.formats, TEXT)
+            else:
+                pgconn.send_query_prepared(name, converted.params, converted.formats, TEXT)
+            self._pending.append(piped)
+            self._waiting += 1
+            pgconn.pipeline_sync()  # and sends what it can of the buffer
+            self._pending.append(SYNC)
+            if pgconn.flush():
+                self._write_later()
+        except psycopg.Error as exc:  # the connection is gone: what is in flight with it
+            self._fail(exc)
+            raise
+        assert piped.future is not None
+        return await piped.future
+
+    def _write_later(self) -> None:
+        if not self._writing:
+            self._writing = True
+            self._loop.add_writer(self._fd, self._writable)
+
+    def _writable(self) -> None:
+        try:
+            if self.pgconn.flush():
+                return
+        except psycopg.Error as exc:
+            self._fail(exc)
+        self._writing = False
+        with contextlib.suppress(ReferenceError):
+            self._loop.remove_writer(self._fd)
+
+    def _readable(self) -> None:
+        pgconn = self.pgconn
+        pending = self._pending
+        try:
+            pgconn.consume_input()
+            while not pgconn.is_busy():
+                result = pgconn.get_result()
+                head = pending[0] if pending else None
+                if result is None:  # the end of a statement's results, or nothing more yet
+                    if head is None or not head.answered:
+                        break
+                    pending.popleft()
+                    self._finish(head)
+                elif result.status == pq.ExecStatus.PIPELINE_SYNC:
+                    if head is not None:  # a statement missing its end: the pipeline is not what was sent
+                        raise psycopg.OperationalError("the server's answers are out of step")
+                    pending.popleft()
+                    self._failed = None
+                elif head is None:
+                    raise psycopg.OperationalError("an answer to nothing sent")
+                else:
+                    head.answered = True
+                    self._take(head, result)
+        except (psycopg.Error, IndexError) as exc:
+            self._fail(exc if isinstance(exc, psycopg.Error) else psycopg.OperationalError(str(exc)))
+
+    def _take(self, piped: _Piped, result: pq.abc.PGresult) -> None:
+        status = result.status
+        if status in ROWS and piped.tx is not None:
+            if piped.future is not None and not piped.future.done():  # nobody waits any more: not loaded
+                piped.tx.set_pgresult(result)
+                piped.outcome.rows = piped.tx.load_rows(0, result.ntuples, tuple)
+        elif piped.outcome.error is not None:
+            pass
+        elif status == pq.ExecStatus.PIPELINE_ABORTED:  # not run: its PREPARE failed
+            piped.outcome.error = self._failed or psycopg.OperationalError("not run: the statement before it failed")
+        elif status not in DONE:
+            piped.outcome.error = self._failed = error_from_result(result)
+
+    def _finish(self, piped: _Piped) -> None:
+        error = piped.outcome.error
+        if error is not None:
+            if piped.key is not None:  # its PREPARE failed: prepared again next time
+                self._prepared.pop(piped.key, None)
+            if error.sqlstate in STALE_PREPARED:
+                self._broken = True  # every prepared statement is suspect: the owner opens another connection
+        future = piped.future
+        if future is None:
+            return
+        self._waiting -= 1
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(piped.outcome.rows)
+
+    def _fail(self, exc: psycopg.Error) -> None:
+        """The connection is done for: every statement in flight fails with `exc`, and the loop stops watching its
+        socket (a connection the server closed stays readable)."""
+        self._broken = True
+        self._waiting = 0
+        while self._pending:
+            piped = self._pending.popleft()
+            if piped is not None and piped.future is not None and not piped.future.done():
+                piped.future.set_exception(exc)
+        if self._watched:
+            self._watched = False
+            with contextlib.suppress(ReferenceError):  # the loop is gone, and its registrations with it
+                if not self._loop.is_closed():
+                    self._loop.remove_reader(self._fd)
+                    if self._writing:
+                        self._loop.remove_writer(self._fd)
+            self._writing = False

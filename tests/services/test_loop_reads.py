@@ -229,7 +229,7 @@ def _wait_for_a_connection(reader: loopread.PgLoopReader, hold: float, wait: flo
         pool = reader._loops[asyncio.get_running_loop()]
         return found, ended[0] - started, pool.open, len(pool.idle)
 
-    reader.size, reader.wait = 1, wait
+    reader.size, reader.wait, reader.piped = 1, wait, False  # the plain connections, as deep pages and writes take
     with asyncio.Runner() as runner:
         try:
             return runner.run(scenario())
@@ -259,7 +259,7 @@ def test_a_read_that_waits_too_long_for_a_connection_is_declined(runtime: Runtim
 def test_waiting_reads_cancelled_or_handed_a_closed_connection_lose_no_slot(runtime: Runtime) -> None:
     reader = runtime.db.now
     assert isinstance(reader, loopread.PgLoopReader)
-    reader.size = 1
+    reader.size, reader.piped = 1, False
     key = {"link_id": "x" * 12, "account_id": 1}
 
     async def scenario() -> tuple[Any, int, int]:
@@ -301,7 +301,7 @@ def test_a_read_past_its_time_is_declined_and_its_connection_not_reused(
         pool = reader._loops[asyncio.get_running_loop()]
         return found, took, again, pool.open
 
-    reader.size = 1
+    reader.size, reader.piped = 1, False
     with asyncio.Runner() as runner:
         try:
             found, took, again, opened = runner.run(scenario())
@@ -352,14 +352,9 @@ def test_on_postgresql_page_reads_are_planned_once_per_connection(
     async def scenario() -> list[Any]:
         for page in range(1, 9):  # past the 5 runs after which the server may settle on a generic plan
             assert await links.list_links_now(runtime, caller, ListParams(per=2, page=1 + page % 2)) is not None
-        async with reader.connection() as conn:
-            assert conn is not None
-            return await conn.rows(
-                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %(lateral)s",
-                {"lateral": "%LATERAL%"},
-            )
+        plans = text("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE :lateral")
+        return await reader.fetch(plans, {"lateral": "%LATERAL%"})  # type: ignore[arg-type,return-value]
 
-    reader.size = 1
     with asyncio.Runner() as runner:
         try:
             assert runner.run(scenario()) == [(8, 0)]

@@ -1,0 +1,193 @@
+"""`slugline.pgwire.Pipe`, the loop's pipelined PostgreSQL connections, and the reads `PgLoopReader` sends through
+them: many reads in flight on one connection, each answered with its own rows; an error fails its own read only; a
+caller that stops waiting leaves the connection fit; a connection lost, or a read past its time, is replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.dialects import postgresql
+
+from slugline import loopread
+from slugline.loopread import PgLoopReader
+from slugline.pgwire import MAX_PIPED, Pipe, Unsent
+from tests.helpers import POSTGRES_ONLY
+
+T = TypeVar("T")
+pytestmark = POSTGRES_ONLY
+
+ECHO = "SELECT %(n)s::int, pg_backend_pid()"
+
+
+def run(database_url: str, scenario: Callable[[Pipe], Awaitable[T]]) -> T:
+    async def main() -> T:
+        pipe = await Pipe.open(database_url, connect_timeout=3, statement_timeout=3)
+        try:
+            return await scenario(pipe)
+        finally:
+            pipe.close()
+
+    with asyncio.Runner() as runner:
+        return runner.run(main())
+
+
+def test_reads_in_flight_together_are_each_answered_with_their_own_rows_by_one_backend(database_url: str) -> None:
+    async def scenario(pipe: Pipe) -> list[list[Any]]:
+        reads = [asyncio.ensure_future(pipe.rows(ECHO, {"n": n})) for n in range(200)]
+        await asyncio.sleep(0)  # every one sent before the first answer is read
+        assert pipe.waiting == 200
+        answers = await asyncio.gather(*reads)
+        assert pipe.waiting == 0 and pipe.sound
+        return answers
+
+    answers = run(database_url, scenario)
+    assert [rows[0][0] for rows in answers] == list(range(200))
+    assert len({rows[0][1] for rows in answers}) == 1
+
+
+def test_an_error_fails_its_own_read_only(database_url: str) -> None:
+    async def scenario(pipe: Pipe) -> tuple[list[Any], list[Any], bool]:
+        before = asyncio.ensure_future(pipe.rows(ECHO, {"n": 1}))
+        failing = asyncio.ensure_future(pipe.rows("SELECT 1 / %(zero)s::int", {"zero": 0}))
+        unprepared = asyncio.ensure_future(pipe.rows("SELECT * FROM no_such_table WHERE a = %(a)s", {"a": 1}))
+        after = asyncio.ensure_future(pipe.rows(ECHO, {"n": 2}))
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await failing
+        with pytest.raises(psycopg.errors.UndefinedTable):  # its PREPARE failed, and the statement was not run
+            await unprepared
+        return await before, await after, pipe.sound
+
+    first, last, sound = run(database_url, scenario)
+    assert (first[0][0], last[0][0], sound) == (1, 2, True)
+
+
+def test_a_read_whose_caller_stops_waiting_is_dropped_and_the_connection_stays_fit(database_url: str) -> None:
+    async def scenario(pipe: Pipe) -> tuple[list[Any], bool]:
+        slow = asyncio.ensure_future(pipe.rows("SELECT pg_sleep(0.3), %(n)s::int", {"n": 0}))
+        await asyncio.sleep(0.05)
+        slow.cancel()
+        next_one = await pipe.rows(ECHO, {"n": 7})  # answered after the slow one, whose rows nobody takes
+        return next_one, pipe.sound
+
+    rows, sound = run(database_url, scenario)
+    assert rows[0][0] == 7 and sound
+
+
+def test_a_connection_the_server_closes_fails_every_read_in_flight_and_the_loop_does_not_spin(
+    database_url: str,
+) -> None:
+    async def scenario(pipe: Pipe) -> tuple[int, bool, float]:
+        (pid,) = (await pipe.rows("SELECT pg_backend_pid()", {}))[0]
+        reads = [asyncio.ensure_future(pipe.rows("SELECT pg_sleep(2), %(n)s::int", {"n": n})) for n in range(3)]
+        await asyncio.sleep(0.1)
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        failed = 0
+        for read in reads:
+            with pytest.raises(psycopg.OperationalError):
+                await read
+            failed += 1
+        started = time.process_time()
+        await asyncio.sleep(0.2)  # a socket left readable and unread would have the loop call back without end
+        with pytest.raises(Unsent):
+            await pipe.rows(ECHO, {"n": 1})
+        return failed, pipe.sound, time.process_time() - started
+
+    failed, sound, cpu = run(database_url, scenario)
+    assert failed == 3 and not sound
+    assert cpu < 0.15
+
+
+def test_prepared_statements_a_migration_made_stale_make_the_connection_unfit(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute("CREATE TABLE pipe_probe (a int)")
+        admin.execute("INSERT INTO pipe_probe VALUES (1)")
+
+    async def scenario(pipe: Pipe) -> bool:
+        assert await pipe.rows("SELECT * FROM pipe_probe WHERE a = %(a)s", {"a": 1}) == [(1,)]
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("ALTER TABLE pipe_probe ADD COLUMN b int")
+        with pytest.raises(psycopg.errors.FeatureNotSupported):  # "cached plan must not change result type"
+            await pipe.rows("SELECT * FROM pipe_probe WHERE a = %(a)s", {"a": 1})
+        return pipe.sound
+
+    assert run(database_url, scenario) is False
+
+
+def test_reads_beyond_the_bound_are_refused_not_queued(database_url: str) -> None:
+    async def scenario(pipe: Pipe) -> int:
+        reads = [asyncio.ensure_future(pipe.rows(ECHO, {"n": n})) for n in range(MAX_PIPED + 5)]
+        done = await asyncio.gather(*reads, return_exceptions=True)
+        return sum(isinstance(outcome, Unsent) for outcome in done)
+
+    assert run(database_url, scenario) == 5
+
+
+def _reader(database_url: str) -> PgLoopReader:
+    return PgLoopReader(database_url, postgresql.dialect(), size=1)  # type: ignore[no-untyped-call]
+
+
+PID = select(func.pg_backend_pid())
+
+
+def test_the_readers_reads_share_a_pipeline_and_a_second_opens_while_the_first_is_busy(database_url: str) -> None:
+    reader = _reader(database_url)
+
+    async def scenario() -> tuple[set[int], set[int]]:
+        together = await asyncio.gather(*(reader.fetch(PID, {}) for _ in range(20)))
+        first = {rows[0][0] for rows in together if rows}
+        slow = asyncio.ensure_future(reader.fetch(select(func.pg_sleep(0.5)), {}))
+        await asyncio.sleep(0.05)  # the first pipeline is busy with it: a second opens, and the next reads go there
+        await reader.fetch(PID, {})
+        behind = await asyncio.gather(*(reader.fetch(PID, {}) for _ in range(5)))
+        await slow
+        await reader.aclose()
+        return first, {rows[0][0] for rows in behind if rows}
+
+    first, behind = asyncio.run(scenario())
+    assert len(first) == 1 and behind and not behind & first
+    assert reader.declined == 0
+
+
+def test_a_read_past_its_time_is_declined_and_its_pipeline_replaced(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = _reader(database_url)
+    monkeypatch.setattr(loopread, "PIPES", 1)
+
+    async def scenario() -> tuple[Any, float, Any, Any]:
+        before = await reader.fetch(PID, {})  # the pipeline opens with the server's limit at 3 s
+        monkeypatch.setattr(loopread, "READ_SECONDS", 0.2)  # so only the reader's own limit can cut it at 0.2 s
+        started = time.monotonic()
+        found = await reader.fetch(select(func.pg_sleep(5)), {})
+        took = time.monotonic() - started
+        after = await reader.fetch(PID, {})
+        await reader.aclose()
+        return before, took, found, after
+
+    before, took, found, after = asyncio.run(scenario())
+    assert found is None and reader.declined == 1  # the thread path answers it
+    assert 0.2 <= took < 1  # not the statement's 5 s
+    assert after is not None and after != before  # answered at once, on a new connection
+
+
+def test_a_page_far_in_is_read_on_a_plain_connection(database_url: str) -> None:
+    reader = _reader(database_url)
+    rows = func.generate_series(1, 2000).table_valued("n")
+    far = select(func.pg_backend_pid()).select_from(rows).limit(bindparam("limit")).offset(bindparam("offset"))
+
+    async def scenario() -> tuple[Any, Any, Any]:
+        near = await reader.fetch(far, {"limit": 1, "offset": 0})
+        piped = await reader.fetch(PID, {})
+        deep = await reader.fetch(far, {"limit": 1, "offset": loopread.MAX_PIPED_OFFSET + 1})
+        await reader.aclose()
+        return near, piped, deep
+
+    near, piped, deep = asyncio.run(scenario())
+    assert near == piped and deep is not None and deep != near  # the deep page on a backend of its own
