@@ -2,6 +2,7 @@
 costs: CPU per statement in this process and in the server's backend (read from /proc), variants alternated.
 
     python benches/pg_roundtrip.py [--database-url postgresql://postgres@127.0.0.1:5432/test] [--reads 3000]
+                                   [--in-flight 8]
 
 Rows, each against the same statement with one thing changed:
 - `tls`: the loopback connection with TLS (`sslmode=require`) against without (what `db.plaintext_on_loopback` picks);
@@ -10,6 +11,9 @@ Rows, each against the same statement with one thing changed:
   loaded as text and shown with `loopread.iso`;
 - `plans`: a page of 20 links with its links version (`links.with_version`, a LATERAL join) under the server's own
   plan choice against generic plans (`plan_cache_mode`), in an account of 10,000 links.
+- `in flight`: `--in-flight` (default 8) callers each reading a link, one read after another, each on a plain
+  connection of its own (`Wire`, as the loop's reads went before) against all through one pipelined connection
+  (`pgwire.Pipe`, as they go now); the server figure is every backend's together.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from slugline.clock import isoformat
 from slugline.db import normalize_url
 from slugline.deadline import within
 from slugline.loopread import iso, named
-from slugline.pgwire import Wire
+from slugline.pgwire import Pipe, Wire
 from slugline.services import links
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -95,14 +99,48 @@ async def measure(url: str, read: Read, reads: int, setup: str | None = None) ->
         wire.close()
 
 
-async def run(url: str, reads: int) -> None:
+async def in_flight(url: str, callers: int, reads: int, piped: bool) -> tuple[float, float]:
+    """Worker and server CPU per statement, in µs, with `callers` reading at once: the least of 3 rounds."""
+    key = {"link_id": "1".rjust(12, "0"), "account_id": 1}
+    get = named(DIALECT, links._GET, frozenset(key))
+    conns: list[Wire] | list[Pipe] = (
+        [await Pipe.open(url, connect_timeout=3, statement_timeout=3)]
+        if piped
+        else [await Wire.open(url, connect_timeout=3, statement_timeout=3) for _ in range(callers)]
+    )
+    try:
+        pids = [(await conn.rows("SELECT pg_backend_pid()", {}))[0][0] for conn in conns]
+
+        async def caller(index: int, count: int) -> None:
+            conn = conns[index % len(conns)]
+            for _ in range(count):
+                await conn.rows(get.sql, get.named(key), text_times=True)
+
+        await asyncio.gather(*(caller(i, 20) for i in range(callers)))
+        best = (float("inf"), float("inf"))
+        for _ in range(3):
+            mine, theirs = time.process_time(), sum(backend_cpu(pid) for pid in pids)
+            await asyncio.gather(*(caller(i, reads // callers) for i in range(callers)))
+            done = reads // callers * callers
+            took = (
+                (time.process_time() - mine) * 1e6 / done,
+                (sum(backend_cpu(pid) for pid in pids) - theirs) * 1e6 / done,
+            )
+            best = min(best, took)
+        return best
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+async def run(url: str, reads: int, callers: int) -> None:
     key = {"link_id": "1".rjust(12, "0"), "account_id": 1}
     get = named(DIALECT, links._GET, frozenset(key))
     page_binds = {"account_id": 1, "limit": 20, "offset": 0}
     page = named(
         DIALECT,
         links.with_version(
-            links.page_statement("postgresql", "created_at", "desc", False, False), "created_at", "desc"
+            links.page_statement("postgresql", "created_at", "desc", False, False), ("created_at", "desc")
         ),
         frozenset(page_binds),
     )
@@ -148,17 +186,22 @@ async def run(url: str, reads: int) -> None:
             target = with_setting(url, sslmode="require") if variant == "sslmode=require" else plaintext
             mine, theirs = await measure(target, read, reads, setup)
             print(f"| {row} | {variant} | {mine:.1f} | {theirs:.1f} |", flush=True)
+        for piped in (False, True):
+            variant = "one pipeline" if piped else f"{callers} connections"
+            mine, theirs = await in_flight(plaintext, callers, reads, piped)
+            print(f"| {callers} in flight | {variant} | {mine:.1f} | {theirs:.1f} |", flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--reads", type=int, default=3000, help="statements per round (default 3,000)")
+    parser.add_argument("--in-flight", type=int, default=8, help="callers reading at once (default 8)")
     args = parser.parse_args()
     with own_schema(args.database_url) as url:
         assert url is not None
         seed(url)
-        uvloop.run(run(url, args.reads))
+        uvloop.run(run(url, args.reads, args.in_flight))
     return 0
 
 

@@ -339,16 +339,31 @@ _VERSION = select(Account.links_version).where(Account.id == bindparam("account_
 
 
 @functools.lru_cache(maxsize=64)
-def with_version(statement: Select[Any], sort: str, direction: str) -> Select[Any]:
-    """`statement`'s rows (ordered by `sort`, `direction`), each led by the account's links version, in one
-    statement (PostgreSQL: a LATERAL join); with no rows, one row of the version and NULLs."""
+def with_version(statement: Select[Any], order: tuple[str, str] | None) -> Select[Any]:
+    """`statement`'s rows (ordered by `order`, a sort and a direction, if given), each led by the account's links
+    version, in one statement (PostgreSQL: a LATERAL join); with no rows, one row of the version and NULLs."""
     rows = statement.lateral("page")
     version = _VERSION.subquery("v")
     joined = version.outerjoin(rows, true())
-    return select(version.c.links_version, *rows.c).select_from(joined).order_by(*_order(rows.c, sort, direction))
+    both = select(version.c.links_version, *rows.c).select_from(joined)
+    return both if order is None else both.order_by(*_order(rows.c, *order))
 
 
-Read = tuple[Select[Any], dict[str, Any], tuple[str, str]]  # a read of links: statement, values, (sort, direction)
+@functools.lru_cache(maxsize=8)
+def _by_ids(dialect: str, public_only: bool) -> Select[*tuple[Any, ...]]:
+    """The links bound to `match_ids` that the account (bound to `account_id`) may see, by primary key, in no
+    order: the callers put them in their search index's order."""
+    conds: list[ColumnElement[bool]] = [
+        Link.account_id + 0 == bindparam("account_id"),  # `+ 0`: not the account's index, the ids are the key
+        ids_in(dialect, Link.id.expression, "match_ids"),
+    ]
+    if public_only:
+        conds.append(Link.visibility.in_(PUBLIC_LEVELS))
+    return select(*SHOWN).where(*conds)
+
+
+# A read of links: statement, values, and the order of its rows (a sort and a direction; None: any order).
+Read = tuple[Select[*tuple[Any, ...]], dict[str, Any], tuple[str, str] | None]
 
 
 async def versioned_now(rt: Runtime, account_id: int, read: Read) -> tuple[int, list[Any]] | None:
@@ -358,23 +373,23 @@ async def versioned_now(rt: Runtime, account_id: int, read: Read) -> tuple[int, 
     reader = rt.db.now
     if reader is None:
         return None
-    statement, binds, (sort, direction) = read
+    statement, binds, order = read
     if isinstance(reader, LoopReader):
         found = reader.together([(_VERSION, {"account_id": account_id}), (statement, binds)])
         if found is None:
             return None
         versions, rows = found
         return (int(versions[0][0] or 0) if versions else 0), rows
-    found = await reader.fetch(with_version(statement, sort, direction), binds)
+    found = await reader.fetch(with_version(statement, order), binds)
     if not found:
         return None
     return int(found[0][0]), [row[1:] for row in found if row[1] is not None]
 
 
 def by_ids(dialect: str, caller: Caller, ids: list[str]) -> Read:
-    """The read of the links `ids` the caller may see (SHOWN columns), by primary key."""
-    binds = {"account_id": caller.account_id, "limit": len(ids), "offset": 0, "match_ids": match_ids(dialect, ids)}
-    return page_statement(dialect, "created_at", "desc", caller.public_only, True), binds, ("created_at", "desc")
+    """The read of the links `ids` the caller may see (SHOWN columns), by primary key, in any order."""
+    binds = {"account_id": caller.account_id, "match_ids": match_ids(dialect, ids)}
+    return _by_ids(dialect, caller.public_only), binds, None
 
 
 def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
