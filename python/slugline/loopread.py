@@ -28,8 +28,10 @@ import asyncio
 import collections
 import contextlib
 import functools
+import math
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +48,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from slugline.clock import isoformat
 from slugline.deadline import within
-from slugline.pgwire import Pipe, Wire
+from slugline.pgwire import MAX_PIPED, Pipe, Wire
 
 # Virtual-machine steps one statement may take here before it is interrupted, in ticks of TICK_STEPS. A primary-key
 # read takes ~50 and a 100-row page down an index a few thousand; counting or sorting a large account takes hundreds
@@ -60,6 +62,7 @@ PIPES = 2  # pipelined connections per worker and event loop, for the reads on P
 # A page further in than this many rows is read on a connection of its own, not in a pipeline: the rows skipped are
 # read and thrown away, and every statement behind it in the pipeline would wait for them.
 MAX_PIPED_OFFSET = 1_000
+PIPE_RETRY_SECONDS = 1.0  # after a pipeline could not be opened, none is tried for this long (the thread path answers)
 STORED_LENGTH = len("2024-05-01 12:00:00.000000")
 PG_UTC_LENGTH = len("2024-05-01 12:00:00+00")
 
@@ -233,44 +236,51 @@ class _Connections:
         # Callers waiting for a connection, first come first served: each is handed one as it is given back (or
         # None, a slot freed by a closed connection, which the caller then opens itself).
         self.waiting: collections.deque[asyncio.Future[Wire | None]] = collections.deque()
-        # Each opened when first needed. Once open, the pipeline itself: a task holds its loop, and this loop's
-        # connections must not keep it from being collected (and its connections closed with it, see `_pool`).
-        self.pipes: list[Pipe | asyncio.Task[Pipe] | None] = [None] * PIPES
+        # Each opened when first needed: while it opens, a weak reference to the task opening it (a task holds its
+        # loop, and this loop's connections must not keep it from being collected, see `PgLoopReader._pool`; the
+        # loop keeps the task while it runs), then the pipeline itself.
+        self.pipes: list[Pipe | weakref.ref[asyncio.Task[Pipe]] | None] = [None] * PIPES
+        self.failed_at = -math.inf  # when a pipeline last could not be opened (monotonic clock)
 
     def least_busy(self) -> tuple[Pipe | None, int | None, asyncio.Task[Pipe] | None]:
-        """The open pipeline whose oldest read in flight is the most recent, a free slot, and one being opened
-        (each None if there is none); pipelines no longer sound are closed, and their slots freed."""
+        """The open pipeline with room whose oldest read in flight is the most recent, a free slot, and one being
+        opened (each None if there is none); pipelines no longer sound are closed, and their slots freed."""
         best: Pipe | None = None
         free: int | None = None
         opening: asyncio.Task[Pipe] | None = None
         for index, slot in enumerate(self.pipes):
-            if isinstance(slot, asyncio.Task):
-                if not slot.done():
-                    opening = slot
+            if isinstance(slot, weakref.ref):
+                task = slot()
+                if task is not None and not task.done():
+                    opening = task
                     continue
-                slot = self.opened(index, slot)
+                slot = None if task is None else self.opened(index, task)
+                self.pipes[index] = slot
             if slot is not None and not slot.sound:
                 slot.close()
                 self.pipes[index] = slot = None
             if slot is None:
                 free = index if free is None else free
-            elif best is None or slot.busy_since > best.busy_since:
+            elif slot.waiting < MAX_PIPED and (best is None or slot.busy_since > best.busy_since):
                 best = slot
         return best, free, opening
 
     def opened(self, index: int, task: asyncio.Task[Pipe]) -> Pipe | None:
         """The slot of a pipeline whose opening ended takes the pipeline (None: it could not be opened)."""
         pipe = None if task.cancelled() or task.exception() is not None else task.result()
-        if self.pipes[index] is not task:  # already taken (this is the task's own callback), or closed meanwhile
+        slot = self.pipes[index]
+        if not isinstance(slot, weakref.ref) or slot() is not task:  # taken already, or the connections closed
             if pipe is not None and self.closed:
                 pipe.close()
             return None
         self.pipes[index] = pipe
+        if pipe is None:
+            self.failed_at = time.monotonic()
         return pipe
 
     def close(self) -> None:
         """Closes the idle connections and the pipelines now (the reads in flight on them are declined), and each
-        connection in use as it is given back."""
+        connection in use as it is given back. Also called once the loop is gone (see `PgLoopReader._pool`)."""
         self.closed = True
         for conn in self.idle:
             conn.close()
@@ -279,8 +289,9 @@ class _Connections:
             self.pipes[index] = None
             if isinstance(slot, Pipe):
                 slot.close()
-            elif slot is not None and not slot.done():
-                slot.cancel()
+            elif slot is not None and (task := slot()) is not None and not task.done():
+                with contextlib.suppress(RuntimeError):  # its loop is closed: it will never open anything
+                    task.cancel()
 
     def release(self, conn: Wire | None) -> None:
         """A connection given back (None: one closed, so its slot is free), to the first caller still waiting."""
@@ -364,21 +375,26 @@ class PgLoopReader:
         return pool
 
     async def _pipe(self, pool: _Connections) -> Pipe | None:
-        """The pipeline whose oldest read in flight is the most recent (an idle one first); a further one is opened,
-        and waited for, when every open one is busy."""
+        """The pipeline with room whose oldest read in flight is the most recent (an idle one first); a further one
+        is opened, and waited for, when every open one is busy (not within `PIPE_RETRY_SECONDS` of a failure)."""
         best, free, opening = pool.least_busy()
         if best is not None and (not best.waiting or free is None or opening is not None):
             return best
-        if free is not None and opening is None:
+        if free is not None and opening is None and time.monotonic() - pool.failed_at >= PIPE_RETRY_SECONDS:
             opening = asyncio.get_running_loop().create_task(
                 Pipe.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
             )
             opening.add_done_callback(functools.partial(pool.opened, free))
-            pool.pipes[free] = opening
+            pool.pipes[free] = weakref.ref(opening)
         if opening is None:
             return best
         try:  # an idle one in a few milliseconds, rather than behind reads of unknown length
             return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            return best  # the opening was cancelled, not this read: the reader's connections were closed
         except (psycopg.Error, OSError):
             if best is None:
                 raise
@@ -429,9 +445,9 @@ class PgLoopReader:
         pipe: Pipe | None = None
         found = None
         try:
-            with within(READ_SECONDS):
-                pipe = await self._pipe(pool)
-                if pipe is not None:
+            pipe = await self._pipe(pool)  # an opening is bounded by its own connect timeout
+            if pipe is not None:
+                with within(READ_SECONDS):
                     found = await pipe.rows(sql, values, text_times=True)
         except TimeoutError:
             if pipe is not None:  # every read behind this one would wait for it as long: they take the thread path

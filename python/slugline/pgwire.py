@@ -268,20 +268,26 @@ async def connect(url: str, connect_timeout: float, statement_timeout: float) ->
 
 
 class _Piped:
-    """One statement of a pipeline, waiting for its results: its caller's future (None for a `PREPARE`), the
-    adapters that load its rows, and what came so far."""
+    """One statement of a pipeline, waiting for its results: its caller's future (None for a `PREPARE`), held
+    weakly (the caller's task holds it while it waits, and a future holds its event loop, which must not outlive its
+    last user through a statement in flight), the adapters that load its rows, and what came so far."""
 
-    __slots__ = ("answered", "future", "key", "outcome", "sent", "tx")
+    __slots__ = ("answered", "future", "outcome", "preparing", "sent", "tx")
 
     def __init__(
         self, future: asyncio.Future[list[tuple[Any, ...]]] | None, tx: abc.Transformer | None, sent: float
     ) -> None:
-        self.future = future
+        self.future = None if future is None else weakref.ref(future)
         self.tx = tx
         self.sent = sent  # loop time
         self.outcome = _Outcome()
         self.answered = False  # a result came: the next empty one ends the statement
-        self.key: tuple[bytes, tuple[int, ...]] | None = None  # a PREPARE's statement, forgotten if it fails
+        self.preparing: tuple[tuple[bytes, tuple[int, ...]], bytes] | None = None  # a PREPARE's statement and name
+
+    def waiter(self) -> asyncio.Future[list[tuple[Any, ...]]] | None:
+        """The caller's future, while the caller still waits for it."""
+        future = None if self.future is None else self.future()
+        return None if future is None or future.done() else future
 
 
 SYNC = None  # a synchronization point in `Pipe._pending`
@@ -291,14 +297,16 @@ class Pipe:
     """One connection in libpq's pipeline mode, shared by every reader of an event loop: each statement is sent as
     soon as it is asked for, with its own synchronization point (an error fails that statement only), without
     waiting for those before it to be answered. The server then runs the statements that queued up meanwhile back
-    to back, and answers them together: one backend woken once for many reads, where a connection per read wakes a
-    backend per read (at 64 concurrent requests the server's CPU for a primary-key read fell ~8-fold, see
-    `benches/pg_roundtrip.py`). Results come back in the order sent and go to each caller's future.
+    to back and answers them together: one server process, woken once for many reads, where a connection per read
+    woke one per read (see `benches/pg_roundtrip.py`, row `in flight`). Results come back in the order sent and go
+    to each caller's future.
 
-    A caller that stops waiting (a cancelled request) leaves its statement to be answered and dropped; the
-    connection stays fit. A connection lost, or prepared statements made stale, fail every statement in flight, and
-    `sound` is False from then on: the owner opens another. At most `MAX_PIPED` statements wait at once (`Unsent`
-    beyond: the caller takes another path). Made by `open`."""
+    A statement is prepared the first time it is sent, and its name used only once the server has confirmed the
+    PREPARE (a statement sent again meanwhile goes unprepared); names are never reused. A caller that stops waiting
+    (a cancelled request) leaves its statement to be answered and dropped; the connection stays fit. A connection
+    lost, or prepared statements made stale, fail every statement in flight, and `sound` is False from then on: the
+    owner opens another. At most `MAX_PIPED` statements wait at once (`Unsent` beyond: the caller takes another
+    path). Made by `open`."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
         self.conn = conn
@@ -307,7 +315,9 @@ class Pipe:
         self._fd = self.pgconn.socket
         self._tx = Transformer(conn)
         self._tx_text_times = Transformer(_TextTimes(conn))
-        self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
+        self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}  # confirmed by the server
+        self._preparing: dict[tuple[bytes, tuple[int, ...]], bytes] = {}  # sent, not yet confirmed
+        self._names = 0  # names given so far: each is new
         self._pending: collections.deque[_Piped | None] = collections.deque()
         self._waiting = 0
         self._failed: psycopg.Error | None = None  # what failed before the next synchronization point
@@ -341,8 +351,10 @@ class Pipe:
 
     def close(self) -> None:
         """Closed at once; every statement in flight fails."""
-        self._fail(psycopg.OperationalError("the connection was closed"))
-        self.pgconn.finish()
+        try:
+            self._fail(psycopg.OperationalError("the connection was closed"))
+        finally:
+            self.pgconn.finish()
 
     async def rows(self, sql: str, params: Mapping[str, Any], text_times: bool = False) -> list[tuple[Any, ...]]:
         """As `Wire.rows`: one statement, prepared on this connection the first time it is sent, and its rows."""
@@ -354,13 +366,16 @@ class Pipe:
         name = self._prepared.get(key)
         pgconn = self.pgconn
         loop = self._loop
-        piped = _Piped(loop.create_future(), self._tx_text_times if text_times else self._tx, loop.time())
+        future: asyncio.Future[list[tuple[Any, ...]]] = loop.create_future()
+        piped = _Piped(future, self._tx_text_times if text_times else self._tx, loop.time())
+        room = len(self._prepared) + len(self._preparing) < MAX_PREPARED
         try:
-            if name is None and len(self._prepared) < MAX_PREPARED:
-                name = self._prepared[key] = b"sl_%d" % len(self._prepared)
+            if name is None and key not in self._preparing and room:
+                self._names += 1
+                name = self._preparing[key] = b"sl_%d" % self._names
                 pgconn.send_prepare(name, converted.query, param_types=converted.types)
                 preparing = _Piped(None, None, piped.sent)
-                preparing.key = key
+                preparing.preparing = (key, name)
                 self._pending.append(preparing)
             if name is None:
                 pgconn.send_query_params(converted.query, converted.params, converted.types, converted.formats, TEXT)
@@ -373,10 +388,10 @@ class Pipe:
             if pgconn.flush():
                 self._write_later()
         except psycopg.Error as exc:  # the connection is gone: what is in flight with it
+            future.cancel()  # raised here, not through the future
             self._fail(exc)
             raise
-        assert piped.future is not None
-        return await piped.future
+        return await future
 
     def _write_later(self) -> None:
         if not self._writing:
@@ -416,17 +431,20 @@ class Pipe:
                 else:
                     head.answered = True
                     self._take(head, result)
-        except (psycopg.Error, IndexError) as exc:
-            self._fail(exc if isinstance(exc, psycopg.Error) else psycopg.OperationalError(str(exc)))
+        except psycopg.Error as exc:
+            self._fail(exc)
 
     def _take(self, piped: _Piped, result: pq.abc.PGresult) -> None:
         status = result.status
-        if status in ROWS and piped.tx is not None:
-            if piped.future is not None and not piped.future.done():  # nobody waits any more: not loaded
-                piped.tx.set_pgresult(result)
-                piped.outcome.rows = piped.tx.load_rows(0, result.ntuples, tuple)
-        elif piped.outcome.error is not None:
+        if piped.outcome.error is not None:
             pass
+        elif status in ROWS and piped.tx is not None:
+            if piped.waiter() is not None:  # nobody waits any more: not loaded
+                try:
+                    piped.tx.set_pgresult(result)
+                    piped.outcome.rows = piped.tx.load_rows(0, result.ntuples, tuple)
+                except Exception as exc:  # a value the adapters refuse: this statement's failure, no other's
+                    piped.outcome.error = exc if isinstance(exc, psycopg.Error) else _unloadable(exc)
         elif status == pq.ExecStatus.PIPELINE_ABORTED:  # not run: its PREPARE failed
             piped.outcome.error = self._failed or psycopg.OperationalError("not run: the statement before it failed")
         elif status not in DONE:
@@ -434,16 +452,17 @@ class Pipe:
 
     def _finish(self, piped: _Piped) -> None:
         error = piped.outcome.error
-        if error is not None:
-            if piped.key is not None:  # its PREPARE failed: prepared again next time
-                self._prepared.pop(piped.key, None)
-            if error.sqlstate in STALE_PREPARED:
-                self._broken = True  # every prepared statement is suspect: the owner opens another connection
-        future = piped.future
-        if future is None:
+        if piped.preparing is not None:
+            key, name = piped.preparing
+            self._preparing.pop(key, None)
+            if error is None:
+                self._prepared[key] = name
             return
+        if error is not None and error.sqlstate in STALE_PREPARED:
+            self._broken = True  # every prepared statement is suspect: the owner opens another connection
         self._waiting -= 1
-        if future.done():
+        future = piped.waiter()
+        if future is None:
             return
         if error is not None:
             future.set_exception(error)
@@ -457,8 +476,9 @@ class Pipe:
         self._waiting = 0
         while self._pending:
             piped = self._pending.popleft()
-            if piped is not None and piped.future is not None and not piped.future.done():
-                piped.future.set_exception(exc)
+            future = None if piped is None else piped.waiter()
+            if future is not None and not future.get_loop().is_closed():
+                future.set_exception(exc)
         if self._watched:
             self._watched = False
             with contextlib.suppress(ReferenceError):  # the loop is gone, and its registrations with it
@@ -467,3 +487,9 @@ class Pipe:
                     if self._writing:
                         self._loop.remove_writer(self._fd)
             self._writing = False
+
+
+def _unloadable(exc: Exception) -> psycopg.Error:
+    error = psycopg.DataError(f"a value could not be loaded: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error

@@ -5,7 +5,9 @@ caller that stops waiting leaves the connection fit; a connection lost, or a rea
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -120,6 +122,47 @@ def test_prepared_statements_a_migration_made_stale_make_the_connection_unfit(da
     assert run(database_url, scenario) is False
 
 
+def test_a_prepare_that_fails_never_lends_its_name_or_another_statements_to_a_read(database_url: str) -> None:
+    """Names are never reused, and one is used only once the server confirmed its PREPARE: a read must never run
+    a different statement prepared under a name it took for its own."""
+    missing = "SELECT * FROM pipe_missing WHERE a = %(a)s::int"
+    other = "SELECT %(n)s::int + 100, 'other'"
+    new = "SELECT %(n)s::int + 1000, 'new'"
+
+    async def scenario(pipe: Pipe) -> tuple[Any, list[Any], list[Any], bool]:
+        assert await pipe.rows(ECHO, {"n": 1})
+        outcomes = await asyncio.gather(
+            pipe.rows(missing, {"a": 1}), pipe.rows(other, {"n": 1}), return_exceptions=True
+        )
+        assert isinstance(outcomes[0], psycopg.errors.UndefinedTable)
+        twice = await asyncio.gather(pipe.rows(new, {"n": 5}), pipe.rows(new, {"n": 6}))  # the second unprepared
+        again = await asyncio.gather(*(pipe.rows(missing, {"a": 1}) for _ in range(2)), return_exceptions=True)
+        return outcomes[1], list(twice), list(again), pipe.sound
+
+    prepared, twice, again, sound = run(database_url, scenario)
+    assert prepared == [(101, "other")]
+    assert twice == [[(1005, "new")], [(1006, "new")]]
+    assert all(isinstance(outcome, psycopg.errors.UndefinedTable) for outcome in again) and sound
+
+
+def test_a_value_that_cannot_be_loaded_fails_its_own_read_only(database_url: str) -> None:
+    async def scenario(pipe: Pipe) -> tuple[list[Any], bool]:
+        return (
+            await asyncio.gather(
+                pipe.rows("SELECT %(n)s::int, pg_sleep(0.05)", {"n": 1}),
+                pipe.rows("SELECT %(j)s::json", {"j": '["\\ud800"]'}),  # PostgreSQL's JSON, not orjson's
+                pipe.rows("SELECT 'infinity'::date", {}),  # beyond Python's dates
+                pipe.rows(ECHO, {"n": 3}),
+                return_exceptions=True,
+            ),
+            pipe.sound,
+        )
+
+    (first, json, date, last), sound = run(database_url, scenario)
+    assert isinstance(json, psycopg.DataError) and isinstance(date, psycopg.DataError)
+    assert first[0][0] == 1 and last[0][0] == 3 and sound
+
+
 def test_reads_beyond_the_bound_are_refused_not_queued(database_url: str) -> None:
     async def scenario(pipe: Pipe) -> int:
         reads = [asyncio.ensure_future(pipe.rows(ECHO, {"n": n})) for n in range(MAX_PIPED + 5)]
@@ -177,6 +220,32 @@ def test_a_read_past_its_time_is_declined_and_its_pipeline_replaced(
     assert after is not None and after != before  # answered at once, on a new connection
 
 
+def test_a_loop_that_ends_with_a_read_in_flight_is_collected_and_its_connections_closed(database_url: str) -> None:
+    reader = _reader(database_url)
+    reader.url = database_url + "&application_name=pipe-probe"
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def scenario() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        await reader.fetch(PID, {})
+        slow = asyncio.ensure_future(reader.fetch(select(func.pg_sleep(1)), {}))  # in flight when the loop ends
+        await asyncio.sleep(0.05)
+        assert not slow.done()
+
+    def backends() -> int:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pipe-probe'"
+            return int(admin.execute(query).fetchone()[0])  # type: ignore[index]
+
+    asyncio.run(scenario())
+    gc.collect()
+    for _ in range(50):
+        if not backends():
+            break
+        time.sleep(0.1)
+    assert loops[0]() is None and backends() == 0 and not reader._loops
+
+
 def test_a_page_far_in_is_read_on_a_plain_connection(database_url: str) -> None:
     reader = _reader(database_url)
     rows = func.generate_series(1, 2000).table_valued("n")
@@ -191,3 +260,24 @@ def test_a_page_far_in_is_read_on_a_plain_connection(database_url: str) -> None:
 
     near, piped, deep = asyncio.run(scenario())
     assert near == piped and deep is not None and deep != near  # the deep page on a backend of its own
+
+
+def test_after_a_pipeline_cannot_be_opened_none_is_tried_again_for_a_while(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = _reader("postgresql://postgres@127.0.0.1:1/test")  # nothing listens there
+    tried: list[str] = []
+    real = Pipe.open
+
+    async def counted(url: str, connect_timeout: float, statement_timeout: float) -> Pipe:
+        tried.append(url)
+        return await real(url, connect_timeout, statement_timeout)
+
+    monkeypatch.setattr(Pipe, "open", counted)
+
+    async def scenario() -> list[Any]:
+        return [await reader.fetch(PID, {}) for _ in range(3)]
+
+    assert asyncio.run(scenario()) == [None, None, None] and len(tried) == 1  # declined: the thread path answers
+    monkeypatch.setattr(loopread, "PIPE_RETRY_SECONDS", 0)
+    assert asyncio.run(scenario()) == [None, None, None] and len(tried) == 4
