@@ -35,7 +35,9 @@ POOL_WAIT_SECONDS = 5
 # to WAL_KEPT_BYTES.
 WAL_CHECKPOINT_PAGES = 8192
 WAL_KEPT_BYTES = 64 * 1024 * 1024
-LOOP_CONNECTIONS = 8  # per worker, for the reads PostgreSQL answers on the event loop (`loopread.PgLoopReader`)
+# Per worker: plain connections for the writes (and deep pages) PostgreSQL answers on the event loop
+# (`loopread.PgLoopReader`, which keeps its `PIPES` pipelined connections for the reads besides).
+LOOP_CONNECTIONS = 8
 UNAVAILABLE_MESSAGE = "the database is unavailable: try again shortly"
 
 
