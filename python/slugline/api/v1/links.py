@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
 from slugline.api.openapi import body_schema
+from slugline.api.query import query_model, query_parameters
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams
 from slugline.services import limits, links, meta
 from slugline.web.responses import JSON
@@ -14,8 +15,14 @@ from slugline.web.responses import JSON
 router = APIRouter(prefix="/links", tags=["links"])
 
 
-@router.get("", summary="List links: paginated, sortable, searchable with q")
-async def list_links(rt: RuntimeDep, caller: ApiCaller, params: Annotated[ListParams, Query()]) -> JSON:
+@router.get(
+    "",
+    summary="List links: paginated, sortable, searchable with q",
+    openapi_extra={"parameters": query_parameters(ListParams)},
+)
+async def list_links(
+    rt: RuntimeDep, caller: ApiCaller, params: Annotated[ListParams, Depends(query_model(ListParams))]
+) -> JSON:
     page = await links.list_links_now(rt, caller, params)
     if page is not None:
         return JSON(page)

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, RuntimeDep
+from slugline.api.query import query_model, query_parameters
 from slugline.schemas import SearchParams
 from slugline.services import limits
 from slugline.services import search as search_service
@@ -14,8 +15,14 @@ from slugline.web.responses import JSON
 router = APIRouter(tags=["search"])
 
 
-@router.get("/search", summary="Ranked search over the caller's links, with highlights; prefix and one-typo matching")
-async def search(rt: RuntimeDep, caller: ApiCaller, params: Annotated[SearchParams, Query()]) -> JSON:
+@router.get(
+    "/search",
+    summary="Ranked search over the caller's links, with highlights; prefix and one-typo matching",
+    openapi_extra={"parameters": query_parameters(SearchParams)},
+)
+async def search(
+    rt: RuntimeDep, caller: ApiCaller, params: Annotated[SearchParams, Depends(query_model(SearchParams))]
+) -> JSON:
     found = await search_service.search_now(rt, caller, params)
     if found is not None:
         return JSON(found)
