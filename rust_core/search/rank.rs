@@ -69,6 +69,16 @@ impl Scores {
     }
 }
 
+/// An id's first 8 bytes as a big-endian number, zeros after a shorter id: ordered as the ids' prefixes are, and
+/// equal whenever one id's bytes begin the other's (those are then compared whole).
+fn id_prefix(id: &str) -> u64 {
+    let bytes = id.as_bytes();
+    let mut first = [0u8; 8];
+    let n = bytes.len().min(8);
+    first[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(first)
+}
+
 /// The `limit` best of (score, slot) by score (descending) then id. Comparing ids is the expensive part
 /// (a string per link), so the cut is found on scores alone and ids only order links tied at the cut.
 fn best_first<'a>(mut ranked: Vec<(f64, u32)>, limit: usize, id: impl Fn(u32) -> &'a str) -> Vec<(f64, u32)> {
@@ -81,8 +91,13 @@ fn best_first<'a>(mut ranked: Vec<(f64, u32)>, limit: usize, id: impl Fn(u32) ->
         let (mut kept, mut tied): (Vec<_>, Vec<_>) = ranked.into_iter().filter(|r| r.0 >= cut).partition(|r| r.0 > cut);
         let wanted = limit - kept.len();
         if tied.len() > wanted {
-            tied.select_nth_unstable_by(wanted - 1, |a, b| id(a.1).cmp(id(b.1)));
-            tied.truncate(wanted);
+            // By each id's first 8 bytes, read once (as a big-endian number: the same order), and by the whole id
+            // only where those are the same: thousands of links can tie, and each comparison read two ids.
+            let mut keyed: Vec<(u64, (f64, u32))> = tied.into_iter().map(|r| (id_prefix(id(r.1)), r)).collect();
+            keyed.select_nth_unstable_by(wanted - 1, |a, b| {
+                a.0.cmp(&b.0).then_with(|| id(a.1 .1).cmp(id(b.1 .1)))
+            });
+            tied = keyed.into_iter().take(wanted).map(|(_, r)| r).collect();
         }
         kept.extend(tied);
         ranked = kept;

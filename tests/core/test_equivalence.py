@@ -305,3 +305,51 @@ def test_memory_bytes_counts_what_the_index_holds() -> None:
     assert text < grown < 4 * text, (text, grown)
     index.shrink_to_fit()
     assert index.memory_bytes() <= grown + empty
+
+
+def _tied_index() -> tuple[_core.SearchIndex, reference.SearchIndex, dict[str, int]]:
+    """Links that tie: the same text, few creation times, and ids that share their first 8 bytes or begin one
+    another (the core orders ties by an id's first 8 bytes, then by the whole id)."""
+    rng = random.Random(7)
+    ids = [f"shared00{suffix}" for suffix in ("", "a", "b", "-", "ab", "~", "0", "00")] + ["shared0", "s", "t"]
+    ids += [f"lnk_{i:04d}" for i in range(40)]
+    rng.shuffle(ids)
+    core, ref = _core.SearchIndex(), reference.SearchIndex()
+    created: dict[str, int] = {}
+    for n, link_id in enumerate(ids):
+        link: dict[str, Any] = {
+            "id": link_id,
+            "slug": f"s{n}",
+            "destination_url": f"https://example.com/{n}",
+            "title": "rust guide" if n % 3 else "rust guide book",
+            "description": None,
+            "note": None,
+            "hashtags": ["rust"],
+            "public": True,
+        }
+        created[link_id] = rng.choice([1_000, 2_000, 3_000])
+        core.upsert(**link, created=created[link_id])
+        ref.upsert(**link)
+    return core, ref, created
+
+
+def test_search_cut_at_every_limit_among_ties_matches_reference() -> None:
+    core, ref, _ = _tied_index()
+    for query in ("rust", "rust guide", "book", "#rust guide"):
+        for limit in (1, 2, 3, 5, 8, 13, 50):
+            core_total, core_hits = core.search(query, limit, False)
+            ref_total, ref_hits = ref.search(query, limit, False)
+            assert core_total == ref_total, query
+            assert [h[0] for h in core_hits] == [h[0] for h in ref_hits], (query, limit)
+
+
+def test_filter_pages_follow_creation_then_id_among_ties() -> None:
+    core, _, created = _tied_index()
+    matching = core.filter("rust", False)
+    for newest_first in (True, False):
+        ordered = sorted(matching, key=lambda link_id: (created[link_id], link_id), reverse=newest_first)
+        for offset, limit in ((0, 1), (0, 5), (3, 7), (10, 20), (45, 20), (0, 100)):
+            total, page = core.filter_page(
+                "rust", public_only=False, newest_first=newest_first, offset=offset, limit=limit
+            )
+            assert total == len(matching) and page == ordered[offset : offset + limit], (newest_first, offset, limit)
