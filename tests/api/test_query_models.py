@@ -3,11 +3,15 @@ errors and statuses, for every kind of query string a client can send (checked a
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import MutableMapping
 from typing import Annotated, Any
 
 import pytest
-from fastapi import Depends, FastAPI, Query
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.testclient import TestClient
+from opentelemetry._logs import Logger, LoggerProvider
+from pydantic import BaseModel, Field
 
 from slugline.api import query
 from slugline.app import install_error_handlers
@@ -40,8 +44,8 @@ QUERIES = [
 ]
 
 
-def _app() -> FastAPI:
-    app = FastAPI()
+def _app(**options: Any) -> FastAPI:
+    app = FastAPI(**options)
     install_error_handlers(app)
 
     @app.get("/fastapi/list")
@@ -89,3 +93,100 @@ def test_what_is_remembered_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
             assert client.get(f"/ours/list?{raw}").status_code == 200
     # per=1 read once, then remembered; the fourth query string started the memory over; a long one never kept
     assert seen == [b"per=1", b"per=2", b"per=3", b"per=4", b"per=1", long.encode(), long.encode()]
+
+
+RAW = [
+    b"q=%00",
+    b"q=\x00",
+    b"q=\xff\xfe",
+    b"q=caf\xc3\xa9",
+    b"q=a;per=5",
+    b"per=5;per=6",
+    b"q=%zz&per=%35",
+    b"q=a b+c%2Bd",
+    b"q",
+    b"=&&=",
+    b"__class__=1&model_config=2",
+    b"per=\xd9\xa5",  # an Arabic-Indic digit
+    b"q=" + b"x" * 600,
+]
+
+
+def _asgi_get(app: FastAPI, path: str, raw: bytes) -> tuple[int, bytes]:
+    """The app called with `raw` as the query string, byte for byte (an HTTP client would re-encode it)."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": raw,
+        "root_path": "",
+        "headers": [(b"host", b"testserver")],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+    }
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:])
+
+
+@pytest.mark.parametrize("model", ["list", "search"])
+def test_raw_query_bytes_give_what_fastapi_gives(model: str) -> None:
+    app = _app()
+    for raw in RAW:
+        expected = _asgi_get(app, f"/fastapi/{model}", raw)
+        for _ in range(2):
+            assert _asgi_get(app, f"/ours/{model}", raw) == expected, raw
+
+
+def test_each_request_has_an_instance_of_its_own() -> None:
+    parse = query.query_model(ListParams)
+    request = Request({"type": "http", "query_string": b"per=5", "headers": []})
+    first = asyncio.run(parse(request))
+    first.per = 99
+    again = asyncio.run(parse(request))
+    assert again is not first and again.per == 5 and again.model_fields_set == {"per"}
+
+
+def test_models_it_would_read_unlike_fastapi_are_refused() -> None:
+    class Listed(BaseModel):
+        tags: list[str] = []
+
+    class Aliased(BaseModel):
+        per: int = Field(default=1, alias="perPage")
+
+    for model in (Listed, Aliased):
+        with pytest.raises(TypeError):
+            query.query_model(model)
+
+
+def test_a_refused_query_string_is_recorded_by_fastapis_telemetry() -> None:
+    events: list[Any] = []
+
+    class Recording(Logger):
+        def emit(self, *args: Any, **kwargs: Any) -> None:
+            events.append(kwargs.get("event_name"))
+
+        def enabled(self, *args: Any, **kwargs: Any) -> bool:
+            return True
+
+    class Provider(LoggerProvider):
+        def get_logger(self, *args: Any, **kwargs: Any) -> Logger:
+            return Recording("probe")
+
+    app = _app(telemetry={"logs": True, "logger_provider": Provider()})
+    with TestClient(app) as client:
+        for route in ("fastapi", "ours"):
+            events.clear()
+            assert client.get(f"/{route}/list?per=abc").status_code == 422
+            assert events == ["fastapi.validation.failed"], route

@@ -4,37 +4,54 @@ FastAPI validates a `Query()` model field by field on every request: for `GET /l
 request's CPU in process. `query_model(Model)` is a dependency doing the same (each field's last value, repeated
 unknown keys as lists, the same errors, located in `query`) through one `model_validate`, and remembers the result
 for query strings seen before: agents and dashboards ask for the same few pages again and again. The memory is
-bounded: at most `REMEMBERED` query strings of at most `MAX_REMEMBERED_BYTES` each, then it starts over. The models
-are not changed by their users. `query_parameters(Model)` is what FastAPI documents for `Annotated[Model, Query()]`,
-for the route's `openapi_extra`, so the API's description is unchanged.
+bounded: at most `REMEMBERED` query strings of at most `MAX_REMEMBERED_BYTES` each, then it starts over; each
+request gets an instance of its own. A validation failure is recorded by FastAPI's telemetry as its own are.
+`query_parameters(Model)` is what FastAPI documents for `Annotated[Model, Query()]`, for the route's
+`openapi_extra`, so the API's description is unchanged.
 """
 
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, TypeVar, get_origin
 from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
+try:  # FastAPI's telemetry records the validation failures it raises itself; these are recorded the same way
+    from fastapi.telemetry._api import _validation_failed
+except ImportError:  # pragma: no cover - a FastAPI without telemetry
+
+    def _validation_failed(exc: RequestValidationError) -> None:  # type: ignore[misc]
+        return None
+
+
 M = TypeVar("M", bound=BaseModel)
 REMEMBERED = 512
 MAX_REMEMBERED_BYTES = 512
 
 
-def query_model(model: type[M]) -> Callable[[Request], Awaitable[M]]:
-    remembered: dict[bytes, M] = {}
+def query_model(model: type[M]) -> Callable[[Request], Coroutine[Any, Any, M]]:
+    """The dependency for `model`, whose fields must take one value each, named as the fields are (FastAPI reads
+    list fields and aliases in ways `validate` does not)."""
+    for name, field in model.model_fields.items():
+        origin = get_origin(field.annotation)
+        if field.alias not in (None, name) or origin in (list, set, tuple, frozenset) or field.annotation is list:
+            raise TypeError(f"{model.__name__}.{name}: query_model reads single-valued fields named as they are")
+    remembered: dict[bytes, tuple[dict[str, Any], set[str]]] = {}
 
     async def parse(request: Request) -> M:
         raw: bytes = request.scope["query_string"]
         found = remembered.get(raw)
         if found is None:
-            found = validate(model, raw)
+            valid = validate(model, raw)
+            found = (dict(valid.__dict__), set(valid.model_fields_set))
             if len(raw) <= MAX_REMEMBERED_BYTES:
                 if len(remembered) >= REMEMBERED:
                     remembered.clear()
                 remembered[raw] = found
-        return found
+        values, given = found
+        return model.model_construct(given, **values)  # a fresh instance: no request can change another's
 
     return parse
 
@@ -55,7 +72,9 @@ def validate(model: type[M], raw: bytes) -> M:
         return model.model_validate(values)
     except ValidationError as exc:
         errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors(include_url=False)]
-        raise RequestValidationError(errors) from None
+        failed = RequestValidationError(errors)
+    _validation_failed(failed)
+    raise failed
 
 
 def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:

@@ -72,3 +72,11 @@ def test_public_key_cannot_manage_keys_whatever_the_body(
         "/api/v1/api-key", content=content, headers={**bearer(alice.session), "Content-Type": content_type}
     )
     assert res.status_code in (400, 422), res.text
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("path", ["/api/v1/links?per=abc", "/api/v1/search?limit=0", "/api/v1/search"])
+def test_a_bad_query_string_is_refused_after_the_key(client: TestClient, alice: Any, path: str) -> None:
+    assert client.get(path).status_code == 401
+    assert client.get(path, headers=bearer("sl_" + "x" * 40)).status_code == 401
+    assert client.get(path, headers=bearer(alice.full)).status_code == 422
