@@ -96,6 +96,26 @@ def click_recorder(client: TestClient) -> ClickRecorder:
     return recorder
 
 
+def http_scope(
+    method: str, path: str, query: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None
+) -> dict[str, Any]:
+    """An HTTP request's ASGI scope, its query string and header bytes exactly as given."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "headers": [(b"host", b"sl.test")] if headers is None else headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("sl.test", 80),
+    }
+
+
 def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[bytes, bytes], bytes]:
     """GET through the app the client runs, with header bytes exactly as given: the test client re-encodes
     header values as UTF-8, while a real server passes a client's raw bytes (say, a latin-1 "²") through."""
@@ -107,20 +127,7 @@ def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 50000),
-        "server": ("sl.test", 80),
-    }
+    scope = http_scope("GET", path, headers=headers)
     app: Any = client.app
     assert client.portal is not None  # the client runs the app's lifespan (used as a context manager)
     client.portal.call(app, scope, receive, send)

@@ -27,7 +27,7 @@ import contextlib
 import math
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 import orjson
 import psycopg
@@ -74,30 +74,53 @@ class _TextTimes:
             self.adapters.register_loader(name, TextLoader)
 
 
-class Wire:
-    """One open connection's statements: `rows` (one statement, its values bound by the server) and `script`
-    (several statements in one message, the values in its text). Made by `open`."""
+class _OnLoop:
+    """What `Wire` and `Pipe` share: an open connection whose socket the loop that opened it watches for as long as
+    it lives, the adapters that load its rows, and its prepared statements. Made by `open`."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
         self.conn = conn  # kept for its adapters, and so that it is not collected while its libpq connection works
         self.pgconn = conn.pgconn
-        # Weakly: the loop's pool of connections is kept by a mapping keyed weakly by the loop, and a strong reference
-        # here would keep every finished loop, and its connections, for good.
+        # Weakly: the loop's connections are kept by a mapping keyed weakly by the loop, and a strong reference here
+        # would keep every finished loop, and its connections, for good.
         self._loop = weakref.proxy(loop)
         self._fd = self.pgconn.socket
         self._tx = Transformer(conn)
         self._tx_text_times = Transformer(_TextTimes(conn))
-        self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
-        self._waiter: asyncio.Future[None] | None = None
-        self._busy = False  # a statement in flight, or cut off in flight
-        self._retired = False
+        self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}  # confirmed by the server
         self._watched = True
+        self._writing = False  # a writer registered with the loop until the socket drains
         loop.add_reader(self._fd, self._readable)
 
     @classmethod
-    async def open(cls, url: str, connect_timeout: float, statement_timeout: float) -> Wire:
+    async def open(cls, url: str, connect_timeout: float, statement_timeout: float) -> Self:
         """A new connection (see `connect`)."""
         return cls(await connect(url, connect_timeout, statement_timeout), asyncio.get_running_loop())
+
+    def _readable(self) -> None:
+        raise NotImplementedError
+
+    def _unwatch(self) -> None:
+        """The loop stops watching the socket (a connection the server closed stays readable)."""
+        if self._watched:
+            self._watched = False
+            with contextlib.suppress(ReferenceError):  # the loop is gone, and its registrations with it
+                if not self._loop.is_closed():
+                    self._loop.remove_reader(self._fd)
+                    if self._writing:
+                        self._loop.remove_writer(self._fd)
+            self._writing = False
+
+
+class Wire(_OnLoop):
+    """One open connection's statements: `rows` (one statement, its values bound by the server) and `script`
+    (several statements in one message, the values in its text). Made by `open`."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(conn, loop)
+        self._waiter: asyncio.Future[None] | None = None
+        self._busy = False  # a statement in flight, or cut off in flight
+        self._retired = False
 
     @property
     def sound(self) -> bool:
@@ -234,13 +257,6 @@ class Wire:
         except psycopg.Error:
             self._unwatch()
 
-    def _unwatch(self) -> None:
-        if self._watched:
-            self._watched = False
-            with contextlib.suppress(ReferenceError):  # the loop is gone, and its registrations with it
-                if not self._loop.is_closed():
-                    self._loop.remove_reader(self._fd)
-
 
 async def connect(url: str, connect_timeout: float, statement_timeout: float) -> psycopg.AsyncConnection[Any]:
     """A new connection, in autocommit and non-blocking. The server gives up any statement running past
@@ -293,7 +309,7 @@ class _Piped:
 SYNC = None  # a synchronization point in `Pipe._pending`
 
 
-class Pipe:
+class Pipe(_OnLoop):
     """One connection in libpq's pipeline mode, shared by every reader of an event loop: each statement is sent as
     soon as it is asked for, with its own synchronization point (an error fails that statement only), without
     waiting for those before it to be answered. The server then runs the statements that queued up meanwhile back
@@ -309,27 +325,14 @@ class Pipe:
     path). Made by `open`."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
-        self.conn = conn
-        self.pgconn = conn.pgconn
-        self._loop = weakref.proxy(loop)  # weakly, as `Wire` holds it
-        self._fd = self.pgconn.socket
-        self._tx = Transformer(conn)
-        self._tx_text_times = Transformer(_TextTimes(conn))
-        self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}  # confirmed by the server
+        super().__init__(conn, loop)
+        self.pgconn.enter_pipeline_mode()
         self._preparing: dict[tuple[bytes, tuple[int, ...]], bytes] = {}  # sent, not yet confirmed
         self._names = 0  # names given so far: each is new
         self._pending: collections.deque[_Piped | None] = collections.deque()
         self._waiting = 0
         self._failed: psycopg.Error | None = None  # what failed before the next synchronization point
-        self._writing = False
         self._broken = False
-        self._watched = True
-        self.pgconn.enter_pipeline_mode()
-        loop.add_reader(self._fd, self._readable)
-
-    @classmethod
-    async def open(cls, url: str, connect_timeout: float, statement_timeout: float) -> Pipe:
-        return cls(await connect(url, connect_timeout, statement_timeout), asyncio.get_running_loop())
 
     @property
     def sound(self) -> bool:
@@ -479,14 +482,7 @@ class Pipe:
             future = None if piped is None else piped.waiter()
             if future is not None and not future.get_loop().is_closed():
                 future.set_exception(exc)
-        if self._watched:
-            self._watched = False
-            with contextlib.suppress(ReferenceError):  # the loop is gone, and its registrations with it
-                if not self._loop.is_closed():
-                    self._loop.remove_reader(self._fd)
-                    if self._writing:
-                        self._loop.remove_writer(self._fd)
-            self._writing = False
+        self._unwatch()
 
 
 def _unloadable(exc: Exception) -> psycopg.Error:

@@ -17,6 +17,7 @@ from slugline.api import query
 from slugline.app import install_error_handlers
 from slugline.schemas import ListParams, SearchParams
 from slugline.web.responses import JSON
+from tests.helpers import http_scope
 
 QUERIES = [
     "",
@@ -122,20 +123,7 @@ def _asgi_get(app: FastAPI, path: str, raw: bytes) -> tuple[int, bytes]:
     async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(dict(message))
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": raw,
-        "root_path": "",
-        "headers": [(b"host", b"testserver")],
-        "client": ("127.0.0.1", 1),
-        "server": ("testserver", 80),
-    }
+    scope = http_scope("GET", path, raw)
     asyncio.run(app(scope, receive, send))
     return sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:])
 
