@@ -7,7 +7,8 @@ least disturbed round on a shared machine). What the HTTP benches cannot separat
 thread's own cost, and on PostgreSQL the worker's CPU for each round trip. Profile one row with py-spy, e.g.
 `py-spy record --format raw -o out.txt -- python benches/inprocess.py --only get`. The `redirect`
 rows answer a cached link (`GET` records a click, `HEAD` does not) beside the bare app of `bare_apps.py`; `mcp`
-and `mcp_2026` are MCP's `get_me` in the 2025 protocols and in 2026-07-28 (see `http_api.py`).
+and `mcp_2026` are MCP's `get_me` in the 2025 protocols and in 2026-07-28 (see `http_api.py`). `list_q` and
+`search` (`q=rust`) run over `--links` links (10,000 by default), the same ones `http_api.py` makes.
 """
 
 from __future__ import annotations
@@ -37,7 +38,20 @@ AGENT = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, l
 MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_me", "arguments": {}}}
 MCP_CALL_2026 = http_api.MCP_CALL_2026.encode()
 MCP_HEADERS_2026 = [(k.lower().encode(), v.encode()) for k, v in http_api.MCP_HEADERS_2026.items()]
-ROWS = ("me", "get", "list", "mcp", "mcp_2026", "put", "post", "redirect", "redirect_head", "bare_redirect")
+ROWS = (
+    "me",
+    "get",
+    "list",
+    "list_q",
+    "search",
+    "mcp",
+    "mcp_2026",
+    "put",
+    "post",
+    "redirect",
+    "redirect_head",
+    "bare_redirect",
+)
 
 
 class Caller:
@@ -118,11 +132,18 @@ async def measure(args: argparse.Namespace, settings: Settings) -> None:
         "POST", "/api/v1/links", auth, {"destination_url": "https://example.org/", "slug": "bench"}
     )
     as_json = [*auth, (b"content-type", b"application/json")]
+    if {"list_q", "search"} & set(args.only or ROWS):
+        for i in range(args.links - 1):  # the same links as http_api.py's
+            words = [http_api.WORDS[(i * 7 + k) % len(http_api.WORDS)] for k in range(3)]
+            body = {"destination_url": f"https://example.org/{i}", "title": " ".join(words), "hashtags": words[:2]}
+            await caller.json("POST", "/api/v1/links", auth, body)
     visit = [(b"user-agent", AGENT), (b"referer", b"https://news.example.com/item?id=1")]
     rows: dict[str, tuple[str, str, list[tuple[bytes, bytes]], bytes, bytes, App | None]] = {
         "me": ("GET", "/api/v1/me", auth, b"", b"", None),
         "get": ("GET", f"/api/v1/links/{link['id']}", auth, b"", b"", None),
         "list": ("GET", "/api/v1/links", auth, b"", b"per=20", None),
+        "list_q": ("GET", "/api/v1/links", auth, b"", b"q=rust&per=20", None),
+        "search": ("GET", "/api/v1/search", auth, b"", b"q=rust", None),
         "mcp": (
             "POST",
             "/mcp",
@@ -161,6 +182,7 @@ def main() -> int:
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     parser.add_argument("--requests", type=int, default=2000, help="requests per round (default 2,000)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--links", type=int, default=10_000, help="links in the account for list_q and search")
     parser.add_argument("--only", nargs="*", choices=ROWS, help="rows to run (default: all)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="slugline-inprocess-") as tmp, own_schema(args.database_url) as url:

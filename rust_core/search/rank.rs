@@ -1,6 +1,9 @@
 //! Ranked search: every term must match; a link's score is the sum over terms of its best
 //! (field weight x match quality). Work is proportional to the matching postings, not to the corpus.
 
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
 use super::highlight::highlights;
 use super::index::SearchIndex;
 use super::matching::{search_terms, Quality, Term, TermKind, FIELD_WEIGHTS, MAX_EXAMINED, URL};
@@ -79,31 +82,89 @@ fn id_prefix(id: &str) -> u64 {
     u64::from_be_bytes(first)
 }
 
-/// The `limit` best of (score, slot) by score (descending) then id. Comparing ids is the expensive part
-/// (a string per link), so the cut is found on scores alone and ids only order links tied at the cut.
-fn best_first<'a>(mut ranked: Vec<(f64, u32)>, limit: usize, id: impl Fn(u32) -> &'a str) -> Vec<(f64, u32)> {
+/// A candidate for the best hits: its score, its id's first 8 bytes (see `id_prefix`) and its id.
+struct Ranked<'a> {
+    score: f64,
+    prefix: u64,
+    id: &'a str,
+    slot: u32,
+}
+
+impl Ranked<'_> {
+    /// Whether `self` goes before `other`: a higher score, then the lower id.
+    fn before(&self, other: &Self) -> bool {
+        match self.score.total_cmp(&other.score) {
+            Ordering::Equal => match self.prefix.cmp(&other.prefix) {
+                Ordering::Equal => self.id < other.id,
+                prefix => prefix == Ordering::Less,
+            },
+            score => score == Ordering::Greater,
+        }
+    }
+}
+
+impl PartialEq for Ranked<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked<'_> {}
+
+impl PartialOrd for Ranked<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked<'_> {
+    /// Later in the ranking is greater, so a max-heap's top is the worst hit it keeps.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.prefix.cmp(&other.prefix))
+            .then_with(|| self.id.cmp(other.id))
+    }
+}
+
+/// The `limit` best of `slots` by score (descending) then id, best first, in one pass that keeps only the best
+/// `limit` seen so far: a link worse than the worst of those costs one comparison of scores (and, on a tie, of
+/// its id's first 8 bytes), so thousands of matches cost no sort and no list of them all.
+fn best_first<'a>(
+    slots: &[u32],
+    limit: usize,
+    score: impl Fn(u32) -> f64,
+    id: impl Fn(u32) -> &'a str,
+) -> Vec<(f64, u32)> {
     if limit == 0 {
         return Vec::new();
     }
-    if ranked.len() > limit {
-        ranked.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
-        let cut = ranked[limit - 1].0;
-        let (mut kept, mut tied): (Vec<_>, Vec<_>) = ranked.into_iter().filter(|r| r.0 >= cut).partition(|r| r.0 > cut);
-        let wanted = limit - kept.len();
-        if tied.len() > wanted {
-            // By each id's first 8 bytes, read once (as a big-endian number: the same order), and by the whole id
-            // only where those are the same: thousands of links can tie, and each comparison read two ids.
-            let mut keyed: Vec<(u64, (f64, u32))> = tied.into_iter().map(|r| (id_prefix(id(r.1)), r)).collect();
-            keyed.select_nth_unstable_by(wanted - 1, |a, b| {
-                a.0.cmp(&b.0).then_with(|| id(a.1 .1).cmp(id(b.1 .1)))
-            });
-            tied = keyed.into_iter().take(wanted).map(|(_, r)| r).collect();
+    let mut kept: BinaryHeap<Ranked<'a>> = BinaryHeap::with_capacity(limit.min(slots.len()));
+    for &slot in slots {
+        let score = score(slot);
+        if kept.len() == limit {
+            let worst = kept.peek().map_or(f64::INFINITY, |worst| worst.score);
+            if score < worst {
+                continue; // the common case when scores differ: no id read
+            }
         }
-        kept.extend(tied);
-        ranked = kept;
+        let id = id(slot);
+        let candidate = Ranked {
+            score,
+            prefix: id_prefix(id),
+            id,
+            slot,
+        };
+        if kept.len() < limit {
+            kept.push(candidate);
+        } else if let Some(mut worst) = kept.peek_mut() {
+            if candidate.before(&worst) {
+                *worst = candidate;
+            }
+        }
     }
-    ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| id(a.1).cmp(id(b.1))));
-    ranked
+    kept.into_sorted_vec().into_iter().map(|r| (r.score, r.slot)).collect()
 }
 
 impl SearchIndex {
@@ -147,12 +208,8 @@ impl SearchIndex {
         let total = matching.len();
         // Rounded before ranking, so float noise (1.0499999999999998 vs 1.05) neither shows nor reorders ties.
         let round = |score: f64| (score * 1e6).round() / 1e6;
-        let ranked: Vec<(f64, u32)> = matching
-            .into_iter()
-            .map(|slot| (round(scores.total[slot as usize]), slot))
-            .collect();
-        let id = |slot: u32| self.id_of(slot);
-        let hits = best_first(ranked, limit, id)
+        let score = |slot: u32| round(scores.total[slot as usize]);
+        let hits = best_first(&matching, limit, score, |slot| self.id_of(slot))
             .into_iter()
             .filter_map(|(score, slot)| {
                 let doc = self.slots[slot as usize].as_ref()?;
@@ -217,5 +274,24 @@ mod tests {
         assert_eq!(index.search_within("common absent", 10, false, 50).0, 100);
         assert_eq!(index.filter_within("common absent", false, usize::MAX).len(), 0);
         assert_eq!(index.filter_within("common absent", false, 50).len(), 100);
+    }
+
+    #[test]
+    fn ties_sharing_an_id_prefix_are_ordered_by_the_whole_id() {
+        let mut index = SearchIndex::new();
+        let mut ids: Vec<String> = (0..40).map(|i| format!("lnk_same{:02}", (i * 17) % 40)).collect();
+        ids.push("lnk_samd99".into()); // a lower prefix, the same score
+        ids.push("lnk_samf00".into()); // a higher prefix
+        for id in &ids {
+            index.upsert(id, link(id, "tied words", "https://x.example/", &[]), true);
+        }
+        ids.sort();
+        for limit in [1, 2, 5, 20, 41, 42, 50] {
+            let (total, hits) = index.search("tied", limit, false);
+            assert_eq!(total, 42);
+            let got: Vec<&str> = hits.iter().map(|hit| hit.id.as_str()).collect();
+            let wanted: Vec<&str> = ids.iter().take(limit).map(String::as_str).collect();
+            assert_eq!(got, wanted, "limit {limit}");
+        }
     }
 }
