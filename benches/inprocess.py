@@ -135,8 +135,8 @@ async def measure(args: argparse.Namespace, settings: Settings) -> None:
     if {"list_q", "search"} & set(args.only or ROWS):
         for i in range(args.links - 1):  # the same links as http_api.py's
             words = [http_api.WORDS[(i * 7 + k) % len(http_api.WORDS)] for k in range(3)]
-            body = {"destination_url": f"https://example.org/{i}", "title": " ".join(words), "hashtags": words[:2]}
-            await caller.json("POST", "/api/v1/links", auth, body)
+            fields = {"destination_url": f"https://example.org/{i}", "title": " ".join(words), "hashtags": words[:2]}
+            await caller.json("POST", "/api/v1/links", auth, fields)
     visit = [(b"user-agent", AGENT), (b"referer", b"https://news.example.com/item?id=1")]
     rows: dict[str, tuple[str, str, list[tuple[bytes, bytes]], bytes, bytes, App | None]] = {
         "me": ("GET", "/api/v1/me", auth, b"", b"", None),

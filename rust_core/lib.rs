@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod base62;
 pub mod keys;
+pub mod linkjson;
 pub mod password;
 pub mod referrer;
 pub mod rollup;

@@ -5,7 +5,7 @@ Every function raises :class:`CoreError` (a ``ValueError``) for invalid input, a
 """
 
 from collections.abc import Iterator
-from typing import Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, final
 
 _KeyKind: TypeAlias = Literal["full", "public", "session"]
 _Device: TypeAlias = Literal["desktop", "mobile", "tablet", "bot", "other"]
@@ -31,6 +31,7 @@ __all__ = [
     "hash_password",
     "key_kind",
     "keyed_hash",
+    "link_json_rows",
     "normalize",
     "referrer_host",
     "slug_error",
@@ -98,6 +99,13 @@ def verify_password(password: str, encoded: str) -> bool:
 
     Releases the GIL.
     """
+
+# ---- link JSON -----------------------------------------------------------------------------------
+
+def link_json_rows(rows: list[Any], base_url: str) -> list[bytes | None]:
+    """Each row's link JSON, the bytes orjson writes for ``slugline.services.links.link_json(row, base_url)``;
+    ``None`` for a row that is not a tuple of those 11 values in the shapes the event-loop readers give (text
+    timestamps in SQLite's stored or PostgreSQL's UTC form, hashtags as a list or stored JSON text)."""
 
 # ---- search --------------------------------------------------------------------------------------
 

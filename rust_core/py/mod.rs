@@ -1,10 +1,11 @@
 //! The Python boundary (`slugline._core`): argument conversion, invalid input turned into `CoreError`, panics
 //! into `CorePanic` (a bug must never pass for bad input), and the GIL released around heavy work.
 
-use crate::{agent, keys, password, referrer, search, slug};
+use crate::{agent, keys, linkjson, password, referrer, search, slug};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::any::Any;
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -161,6 +162,62 @@ fn normalize(text: &str) -> PyResult<String> {
     guard(|| Ok(search::normalize(text)))
 }
 
+// ---- link JSON -----------------------------------------------------------------------------------
+
+/// One row's hashtags: a list of strings (PostgreSQL's driver parses JSON) or the stored JSON text (SQLite's).
+fn row_hashtags(value: &Bound<'_, PyAny>) -> Option<Vec<String>> {
+    match value.extract::<&str>() {
+        Ok(stored) => linkjson::parse_hashtags(stored),
+        Err(_) => value
+            .cast::<PyList>()
+            .ok()?
+            .iter()
+            .map(|tag| tag.extract::<String>().ok())
+            .collect(),
+    }
+}
+
+/// One row's link JSON, or `None` where a value is not of the shapes `linkjson::write_link` takes.
+fn row_json<'py>(row: &Bound<'py, PyAny>, base_url: &str, out: &mut Vec<u8>) -> Option<Bound<'py, PyBytes>> {
+    let row = row.cast::<PyTuple>().ok()?;
+    if row.len() != 11 {
+        return None;
+    }
+    let values: Vec<Bound<'py, PyAny>> = row.iter().collect();
+    let text = |i: usize| values[i].extract::<&str>().ok();
+    let optional = |i: usize| match &values[i] {
+        value if value.is_none() => Some(None),
+        value => value.extract::<&str>().ok().map(Some),
+    };
+    let hashtags = row_hashtags(&values[6])?;
+    let link = linkjson::LinkRow {
+        id: text(0)?,
+        slug: text(1)?,
+        destination_url: text(2)?,
+        title: optional(3)?,
+        description: optional(4)?,
+        note: optional(5)?,
+        hashtags: &hashtags,
+        visibility: text(7)?,
+        clicks: values[8].extract::<i64>().ok()?,
+        created_at: text(9)?,
+        updated_at: text(10)?,
+    };
+    out.clear();
+    linkjson::write_link(out, &link, base_url)?;
+    Some(PyBytes::new(row.py(), out))
+}
+
+/// Each row's link JSON (`slugline.services.links.link_json`, as orjson writes it), or `None` for a row whose
+/// values are of other shapes (the caller renders those itself).
+#[pyfunction]
+fn link_json_rows<'py>(rows: &Bound<'py, PyList>, base_url: &str) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+    guard(|| {
+        let mut out = Vec::with_capacity(512);
+        Ok(rows.iter().map(|row| row_json(&row, base_url, &mut out)).collect())
+    })
+}
+
 // ---- clicks --------------------------------------------------------------------------------------
 
 #[pyfunction]
@@ -209,7 +266,8 @@ mod _core {
     #[pymodule_export]
     use super::{
         classify_source, classify_user_agent, generate_key, generate_link_id, generate_slug, hash_key, hash_password,
-        key_kind, keyed_hash, normalize, referrer_host, slug_error, verify_key, verify_password, CoreError, CorePanic,
+        key_kind, keyed_hash, link_json_rows, normalize, referrer_host, slug_error, verify_key, verify_password,
+        CoreError, CorePanic,
     };
 
     #[cfg(feature = "testing")]

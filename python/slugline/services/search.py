@@ -26,9 +26,10 @@ async def search_now(rt: Runtime, caller: Caller, params: SearchParams) -> dict[
     got = await links.versioned_now(rt, caller.account_id, read)
     if got is None or got[0] > index_version:  # the index is behind: the thread path brings it up
         return None
-    by_id = {row[0]: row for row in got[1]}
+    rows = got[1]
+    by_id = dict(zip((row[0] for row in rows), links.links_json(rows, caller.base_url), strict=True))
     out = [
-        {"link": links.link_json(by_id[link_id], caller.base_url), "score": round(score, 4), "highlights": marks}
+        {"link": by_id[link_id], "score": round(score, 4), "highlights": marks}
         for link_id, score, marks in hits
         if link_id in by_id
     ]
