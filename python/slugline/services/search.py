@@ -8,8 +8,7 @@ from slugline.caller import Caller
 from slugline.runtime import Runtime
 from slugline.schemas import SearchParams
 from slugline.services import links
-from slugline.services.links import LinkRow, link_dict, page_statement
-from slugline.services.sqlhelpers import match_ids
+from slugline.services.links import LinkRow, link_dict
 from slugline.services.validation import parse
 
 
@@ -45,9 +44,9 @@ def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
         ids = [link_id for link_id, _, _ in hits]
         by_id: dict[str, LinkRow] = {}
         if ids:
-            # A few ids: read by primary key, the account and visibility checked on each row.
-            stmt = page_statement(conn.dialect.name, "created_at", "desc", caller.public_only, True)
-            binds = {"account_id": caller.account_id, "match_ids": match_ids(conn, ids), "limit": len(ids), "offset": 0}
+            # A few ids: read by primary key (in no order: the index's order is kept below), the account and
+            # visibility checked on each row.
+            stmt, binds, _ = links.by_ids(conn.dialect.name, caller, ids)
             by_id = {row.id: row for row in conn.execute(stmt, binds)}
     out = [
         {"link": link_dict(by_id[link_id], caller.base_url), "score": round(score, 4), "highlights": marks}
