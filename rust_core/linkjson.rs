@@ -28,16 +28,21 @@ pub fn parse_hashtags(stored: &str) -> Option<Vec<String>> {
 
 /// A timestamp as SQLite holds it (`2024-05-01 12:00:00.000000`) or as PostgreSQL sends it in UTC
 /// (`2024-05-01 12:00:00[.f…]+00`), in the API's form (`2024-05-01T12:00:00Z`), by the rule of `loopread.iso`;
-/// `None` for any other form.
+/// `None` for any other form, and where that rule would slice out anything but digits and separators.
 pub fn iso_moment(stored: &str) -> Option<[u8; 20]> {
     let b = stored.as_bytes();
     let size = b.len();
-    if !stored.is_ascii() || size < 20 {
-        return None;
+    if size < 22 || !stored.is_ascii() {
+        return None; // Python counts characters, this bytes: the same only for ASCII
     }
     let sqlite = size == 26 && b[19] == b'.';
-    let postgres = size >= 22 && stored.ends_with("+00") && (size == 22 || b[19] == b'.');
-    if !(sqlite || postgres) || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
+    let postgres = stored.ends_with("+00") && (size == 22 || b[19] == b'.');
+    // Digits where `loopread.iso` slices (it takes any character there, which orjson would then escape).
+    let digits = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+        .iter()
+        .all(|&i| b[i].is_ascii_digit());
+    let marks = b[4] == b'-' && b[7] == b'-' && b[10] == b' ' && b[13] == b':' && b[16] == b':';
+    if !(sqlite || postgres) || !digits || !marks {
         return None;
     }
     let mut out = [0u8; 20];
@@ -173,6 +178,10 @@ mod tests {
             "2024-05-01 12:00:00.000000+02",
             "2024-05-01 12:00:00",
             "2024-05-01 12:00:00.00000\u{e9}",
+            "2024-05-01 12:00:0\".000000",
+            "2024\n05-01 12:00:00+00",
+            "2024-05-01 1\\:00:00+00",
+            "abcd-ef-gh ij:kl:mn.000000",
             "",
         ] {
             assert_eq!(iso_moment(stored), None, "{stored:?}");

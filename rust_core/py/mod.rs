@@ -5,7 +5,7 @@ use crate::{agent, keys, linkjson, password, referrer, search, slug};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 use std::any::Any;
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -164,30 +164,33 @@ fn normalize(text: &str) -> PyResult<String> {
 
 // ---- link JSON -----------------------------------------------------------------------------------
 
-/// One row's hashtags: a list of strings (PostgreSQL's driver parses JSON) or the stored JSON text (SQLite's).
-fn row_hashtags(value: &Bound<'_, PyAny>) -> Option<Vec<String>> {
-    match value.extract::<&str>() {
-        Ok(stored) => linkjson::parse_hashtags(stored),
-        Err(_) => value
-            .cast::<PyList>()
-            .ok()?
-            .iter()
-            .map(|tag| tag.extract::<String>().ok())
-            .collect(),
-    }
+/// A value that is exactly a `str` (a subclass may render itself otherwise in Python), as text.
+fn exact_text<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
+    value.cast_exact::<PyString>().ok()?.to_str().ok()
 }
 
-/// One row's link JSON, or `None` where a value is not of the shapes `linkjson::write_link` takes.
+/// One row's hashtags: a list of strings (PostgreSQL's driver parses JSON) or the stored JSON text (SQLite's).
+fn row_hashtags(value: &Bound<'_, PyAny>) -> Option<Vec<String>> {
+    if let Some(stored) = exact_text(value) {
+        return linkjson::parse_hashtags(stored);
+    }
+    let tags = value.cast_exact::<PyList>().ok()?;
+    tags.iter().map(|tag| exact_text(&tag).map(str::to_owned)).collect()
+}
+
+/// One row's link JSON, or `None` where a value is not of the shapes `linkjson::write_link` takes. Only exact
+/// types are taken (a tuple, `str`, `int`, `list`): Python's `link_json` would go through a subclass's own
+/// methods, and orjson writes a `bool` as `true`, not `1`.
 fn row_json<'py>(row: &Bound<'py, PyAny>, base_url: &str, out: &mut Vec<u8>) -> Option<Bound<'py, PyBytes>> {
-    let row = row.cast::<PyTuple>().ok()?;
+    let row = row.cast_exact::<PyTuple>().ok()?;
     if row.len() != 11 {
         return None;
     }
     let values: Vec<Bound<'py, PyAny>> = row.iter().collect();
-    let text = |i: usize| values[i].extract::<&str>().ok();
+    let text = |i: usize| exact_text(&values[i]);
     let optional = |i: usize| match &values[i] {
         value if value.is_none() => Some(None),
-        value => value.extract::<&str>().ok().map(Some),
+        value => exact_text(value).map(Some),
     };
     let hashtags = row_hashtags(&values[6])?;
     let link = linkjson::LinkRow {
@@ -199,7 +202,7 @@ fn row_json<'py>(row: &Bound<'py, PyAny>, base_url: &str, out: &mut Vec<u8>) -> 
         note: optional(5)?,
         hashtags: &hashtags,
         visibility: text(7)?,
-        clicks: values[8].extract::<i64>().ok()?,
+        clicks: values[8].cast_exact::<PyInt>().ok()?.extract::<i64>().ok()?,
         created_at: text(9)?,
         updated_at: text(10)?,
     };
@@ -209,10 +212,17 @@ fn row_json<'py>(row: &Bound<'py, PyAny>, base_url: &str, out: &mut Vec<u8>) -> 
 }
 
 /// Each row's link JSON (`slugline.services.links.link_json`, as orjson writes it), or `None` for a row whose
-/// values are of other shapes (the caller renders those itself).
+/// values are of other shapes (the caller renders those itself), and for every row when `base_url` is not
+/// exactly a `str`.
 #[pyfunction]
-fn link_json_rows<'py>(rows: &Bound<'py, PyList>, base_url: &str) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+fn link_json_rows<'py>(
+    rows: &Bound<'py, PyList>,
+    base_url: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
     guard(|| {
+        let Some(base_url) = exact_text(base_url) else {
+            return Ok(vec![None; rows.len()]);
+        };
         let mut out = Vec::with_capacity(512);
         Ok(rows.iter().map(|row| row_json(&row, base_url, &mut out)).collect())
     })

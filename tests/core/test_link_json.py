@@ -74,6 +74,26 @@ def _with(index: int, value: Any) -> tuple[Any, ...]:
     return tuple(row)
 
 
+class Tuple(tuple[Any, ...]):
+    def __iter__(self) -> Any:  # Python's unpacking goes through this; reading the items directly would not
+        _, *rest = tuple.__iter__(self)
+        return iter(("X", *rest))
+
+
+class Text(str):
+    def __format__(self, spec: str) -> str:  # an f-string goes through this
+        return "OTHER"
+
+
+class Tags(list[str]):
+    def __iter__(self) -> Any:
+        return iter(["zzz"])
+
+
+class Number(int):
+    pass
+
+
 OTHER_SHAPES = {
     "a list, not a tuple": _ok(),
     "too few values": tuple(_ok()[:10]),
@@ -88,6 +108,14 @@ OTHER_SHAPES = {
     "hashtags invalid JSON": _with(6, "[,"),
     "hashtags a tuple": _with(6, ("a",)),
     "hashtags a list of numbers": _with(6, [1]),
+    "a tuple subclass": Tuple(_ok()),
+    "a str subclass for a slug": _with(1, Text("s")),
+    "a str subclass for a title": _with(3, Text("t")),
+    "hashtags a list subclass": _with(6, Tags(["a"])),
+    "hashtags of str subclasses": _with(6, [Text("a")]),
+    "clicks True": _with(8, True),
+    "clicks False": _with(8, False),
+    "clicks an int subclass": _with(8, Number(5)),
     "clicks past 64 bits": _with(8, 2**64),
     "clicks a float": _with(8, 1.0),
     "clicks missing": _with(8, None),
@@ -96,12 +124,21 @@ OTHER_SHAPES = {
     "a timestamp at another offset": _with(10, "2024-05-01 12:00:00.5+02"),
     "a timestamp without its fraction": _with(10, "2024-05-01 12:00:00"),
     "a timestamp with non-ASCII": _with(10, "2024-05-01 12:00:00.00000é"),
+    "a quote in a timestamp": _with(9, '2024-05-01 12:00:0".000000'),
+    "a backslash in a timestamp": _with(9, "2024-05-01 12:00:0\\.000000"),
+    "a newline in a timestamp": _with(10, "2024\n05-01 12:00:00+00"),
+    "letters in a timestamp": _with(10, "abcd-ef-gh ij:kl:mn.000000"),
 }
 
 
 @pytest.mark.parametrize("row", OTHER_SHAPES.values(), ids=OTHER_SHAPES.keys())
 def test_rows_of_other_shapes_are_left_to_link_json(row: Any) -> None:
     assert _core.link_json_rows([_ok(), row, tuple(_ok())], BASE)[1] is None
+
+
+def test_a_base_url_that_is_not_exactly_a_str_leaves_every_row_to_link_json() -> None:
+    assert _core.link_json_rows([tuple(_ok())], Text(BASE)) == [None]
+    assert _core.link_json_rows([tuple(_ok())], None) == [None]  # type: ignore[arg-type]
 
 
 def test_links_json_gives_the_same_bytes_for_every_row() -> None:
