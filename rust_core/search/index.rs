@@ -6,9 +6,11 @@
 
 use super::matching::{DESCRIPTION, HASHTAGS, NOTE, SLUG, TITLE, URL};
 use super::normalize::{normalize, normalize_into, words};
+use super::rank::Scores;
 use super::vocab::{Posting, Vocab, GENERATION_MASK};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 
 /// The searchable text of a link, as given (highlights quote it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -89,6 +91,9 @@ pub struct SearchIndex {
     /// Heap bytes of the live docs and of `by_id`'s keys, kept as links come and go, so `memory_bytes` costs the
     /// same whatever the index's size (it runs after every change).
     doc_bytes: usize,
+    /// The ranking's scratch, kept between queries (see `rank::Scores`); a query that finds it lent out makes its
+    /// own.
+    scores: Mutex<Option<Scores>>,
 }
 
 const LIVE: u32 = 1;
@@ -225,7 +230,8 @@ impl SearchIndex {
     /// Heap bytes the index holds, from capacities (what the allocator gave out, not what is in use). Costs
     /// the same whatever the index's size: the docs' and the vocabularies' own allocations are kept as they change.
     pub fn memory_bytes(&self) -> usize {
-        let per_slot = size_of::<Option<Doc>>() + size_of::<u32>() + size_of::<(usize, usize)>();
+        let per_slot =
+            size_of::<Option<Doc>>() + size_of::<u32>() + size_of::<(usize, usize)>() + Scores::BYTES_PER_SLOT;
         let by_id = self.by_id.capacity() * (size_of::<(String, u32)>() + 1);
         self.slots.capacity() * per_slot
             + self.doc_bytes
@@ -245,6 +251,23 @@ impl SearchIndex {
         self.by_id.shrink_to_fit();
         self.words.shrink_to_fit();
         self.tags.shrink_to_fit();
+        *self.scores.get_mut().unwrap_or_else(PoisonError::into_inner) = None; // fitted again by the next query
+    }
+
+    /// The kept ranking scratch (all zeros), or a new one when another query has it.
+    pub(super) fn lend_scores(&self) -> Scores {
+        self.scores
+            .try_lock()
+            .ok()
+            .and_then(|mut kept| kept.take())
+            .unwrap_or_default()
+    }
+
+    /// Keeps `scores` (zeroed) for the next query, unless one is kept already.
+    pub(super) fn give_back_scores(&self, scores: Scores) {
+        if let Ok(mut kept) = self.scores.try_lock() {
+            kept.get_or_insert(scores);
+        }
     }
 
     /// Rebuilds corpora and vocabularies from the live links only.

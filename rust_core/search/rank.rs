@@ -34,18 +34,56 @@ const WEIGHT_OF_FIELDS: [f64; 1 << FIELD_WEIGHTS.len()] = {
     table
 };
 
-/// Per-query scratch: dense arrays indexed by slot, so accumulating costs no hashing.
-struct Scores {
+/// Per-query scratch: dense arrays indexed by slot, so accumulating costs no hashing. The index keeps one between
+/// queries (`SearchIndex::lend_scores`), all zeros, so that a query costs no allocation and no clearing of the
+/// whole corpus: only the slots it wrote to are zeroed again.
+#[derive(Debug, Default)]
+pub(super) struct Scores {
     total: Vec<f64>,
     /// How many terms each link has matched so far; a link stays a candidate only while it matches all.
     matched: Vec<u16>,
     best: Vec<f64>,
     touched: Vec<u32>,
+    /// The slots the first term reached: every slot this query wrote to (a later term only reaches those).
+    written: Vec<u32>,
     /// Postings read so far by this query.
     examined: usize,
 }
 
 impl Scores {
+    /// Bytes per slot the arrays take once fitted to an index (`memory_bytes` counts them for every slot).
+    pub(super) const BYTES_PER_SLOT: usize = 2 * size_of::<f64>() + size_of::<u16>() + 2 * size_of::<u32>();
+
+    /// Room for `slots` slots, the new ones zero; grown to that size exactly, so what is held stays within
+    /// `BYTES_PER_SLOT` per slot of the index.
+    fn fit(&mut self, slots: usize) {
+        if self.total.len() < slots {
+            let extra = slots - self.total.len();
+            self.total.reserve_exact(extra);
+            self.matched.reserve_exact(extra);
+            self.best.reserve_exact(extra);
+            self.total.resize(slots, 0.0);
+            self.matched.resize(slots, 0);
+            self.best.resize(slots, 0.0);
+            // A slot is listed at most once per term: these never grow past the index either.
+            self.touched.reserve_exact(slots);
+            self.written.reserve_exact(slots);
+        }
+    }
+
+    /// Zeroes what the query wrote, leaving the arrays as `fit` made them.
+    fn clear(&mut self) {
+        for &slot in self.written.iter().chain(&self.touched) {
+            let i = slot as usize;
+            self.total[i] = 0.0;
+            self.matched[i] = 0;
+            self.best[i] = 0.0;
+        }
+        self.written.clear();
+        self.touched.clear();
+        self.examined = 0;
+    }
+
     fn offer(&mut self, slot: u32, term_index: usize, score: f64) {
         let i = slot as usize;
         if usize::from(self.matched[i]) != term_index {
@@ -60,7 +98,7 @@ impl Scores {
     }
 
     /// Folds the current term into the totals; returns the links that have matched every term so far.
-    fn finish_term(&mut self) -> Vec<u32> {
+    fn finish_term(&mut self, term_index: usize) -> Vec<u32> {
         let touched = std::mem::take(&mut self.touched);
         for &slot in &touched {
             let i = slot as usize;
@@ -68,7 +106,23 @@ impl Scores {
             self.matched[i] += 1;
             self.best[i] = 0.0;
         }
+        if term_index == 0 {
+            self.written.extend_from_slice(&touched);
+        }
         touched
+    }
+}
+
+/// Scores lent by an index for one query: zeroed and handed back when dropped (after a panic too).
+struct Lent<'a> {
+    index: &'a SearchIndex,
+    scores: Scores,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        self.scores.clear();
+        self.index.give_back_scores(std::mem::take(&mut self.scores));
     }
 }
 
@@ -185,22 +239,20 @@ impl SearchIndex {
         if terms.is_empty() || terms.len() > usize::from(u16::MAX) {
             return (0, Vec::new());
         }
-        let n = self.slots.len();
-        let mut scores = Scores {
-            total: vec![0.0; n],
-            matched: vec![0; n],
-            best: vec![0.0; n],
-            touched: Vec::new(),
-            examined: 0,
+        let mut lent = Lent {
+            index: self,
+            scores: self.lend_scores(),
         };
+        let scores = &mut lent.scores;
+        scores.fit(self.slots.len());
         let mut matching = Vec::new();
         for (i, term) in terms.iter().enumerate() {
             if scores.examined >= budget {
                 terms.truncate(i); // the rest are ignored, like terms past MAX_TERMS
                 break;
             }
-            self.score_term(term, i, public_only, &mut scores);
-            matching = scores.finish_term();
+            self.score_term(term, i, public_only, scores);
+            matching = scores.finish_term(i);
             if matching.is_empty() {
                 return (0, Vec::new());
             }
@@ -292,6 +344,41 @@ mod tests {
             let got: Vec<&str> = hits.iter().map(|hit| hit.id.as_str()).collect();
             let wanted: Vec<&str> = ids.iter().take(limit).map(String::as_str).collect();
             assert_eq!(got, wanted, "limit {limit}");
+        }
+    }
+
+    #[test]
+    fn the_kept_scores_are_all_zero_after_every_query() {
+        let mut index = SearchIndex::new();
+        for i in 0..60 {
+            let title = ["rust book", "rust guide", "python book", "rust python guide"][i % 4];
+            index.upsert(
+                &format!("l{i:02}"),
+                link(&format!("s{i}"), title, "https://x.example/", &["tag"]),
+                true,
+            );
+        }
+        let queries = [
+            "rust",
+            "rust python",
+            "book rust guide",
+            "absent",
+            "rust absent",
+            "#tag rust",
+            "gu",
+        ];
+        let answers: Vec<_> = queries.iter().map(|q| index.search(q, 7, false)).collect();
+        for _ in 0..2 {
+            for (query, answer) in queries.iter().zip(&answers) {
+                assert_eq!(&index.search(query, 7, false), answer, "{query}");
+                assert!(index.search_within(query, 7, false, 20).0 <= 60);
+                let kept = index.lend_scores();
+                assert!(kept.total.iter().all(|&t| t == 0.0), "{query}");
+                assert!(kept.matched.iter().all(|&m| m == 0) && kept.best.iter().all(|&b| b == 0.0));
+                assert!(kept.touched.is_empty() && kept.written.is_empty() && kept.examined == 0);
+                assert_eq!(kept.total.len(), 60, "the scores were not kept");
+                index.give_back_scores(kept);
+            }
         }
     }
 }
