@@ -31,6 +31,7 @@ QUERIES = {
     "prefix": "kube",
     "accented": "CREME brulee",
     "tag+term": "#music guitar",
+    "rare": "zanzibar",  # one link: the cost that does not grow with the matches
 }
 
 
@@ -63,7 +64,8 @@ def generate(n: int, seed: int = 42) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def indexes() -> tuple[_core.SearchIndex, reference.SearchIndex]:
     core, ref = _core.SearchIndex(), reference.SearchIndex()
-    for link in generate(LINKS):
+    rare = {"id": "lnk_rare", "slug": "rare", "destination_url": "https://example.com/", "title": "Zanzibar"}
+    for link in [*generate(LINKS), {**rare, "description": None, "note": None, "hashtags": [], "public": True}]:
         core.upsert(**link)
         ref.upsert(**link)
     return core, ref
