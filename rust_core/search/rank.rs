@@ -44,6 +44,8 @@ pub(super) struct Scores {
     matched: Vec<u16>,
     best: Vec<f64>,
     touched: Vec<u32>,
+    /// The links that have matched every term so far (`finish_term`).
+    matching: Vec<u32>,
     /// The slots the first term reached: every slot this query wrote to (a later term only reaches those).
     written: Vec<u32>,
     /// Postings read so far by this query.
@@ -52,7 +54,8 @@ pub(super) struct Scores {
 
 impl Scores {
     /// Bytes per slot the arrays take once fitted to an index (`memory_bytes` counts them for every slot).
-    pub(super) const BYTES_PER_SLOT: usize = 2 * size_of::<f64>() + size_of::<u16>() + 2 * size_of::<u32>();
+    /// Counted whether or not a scratch is held at the moment: an upper bound.
+    pub(super) const BYTES_PER_SLOT: usize = 2 * size_of::<f64>() + size_of::<u16>() + 3 * size_of::<u32>();
 
     /// Room for `slots` slots, the new ones zero; grown to that size exactly, so what is held stays within
     /// `BYTES_PER_SLOT` per slot of the index.
@@ -65,8 +68,10 @@ impl Scores {
             self.total.resize(slots, 0.0);
             self.matched.resize(slots, 0);
             self.best.resize(slots, 0.0);
-            // A slot is listed at most once per term: these never grow past the index either.
+            // A slot is listed at most once per term (every score is above zero): these never grow past the
+            // index either, and are kept with the rest (`finish_term` swaps two of them).
             self.touched.reserve_exact(slots);
+            self.matching.reserve_exact(slots);
             self.written.reserve_exact(slots);
         }
     }
@@ -81,6 +86,7 @@ impl Scores {
         }
         self.written.clear();
         self.touched.clear();
+        self.matching.clear();
         self.examined = 0;
     }
 
@@ -97,19 +103,19 @@ impl Scores {
         }
     }
 
-    /// Folds the current term into the totals; returns the links that have matched every term so far.
-    fn finish_term(&mut self, term_index: usize) -> Vec<u32> {
-        let touched = std::mem::take(&mut self.touched);
-        for &slot in &touched {
+    /// Folds the current term into the totals: `matching` becomes the links that have matched every term so far.
+    fn finish_term(&mut self, term_index: usize) {
+        for &slot in &self.touched {
             let i = slot as usize;
             self.total[i] += self.best[i];
             self.matched[i] += 1;
             self.best[i] = 0.0;
         }
         if term_index == 0 {
-            self.written.extend_from_slice(&touched);
+            self.written.extend_from_slice(&self.touched);
         }
-        touched
+        std::mem::swap(&mut self.touched, &mut self.matching);
+        self.touched.clear();
     }
 }
 
@@ -245,23 +251,22 @@ impl SearchIndex {
         };
         let scores = &mut lent.scores;
         scores.fit(self.slots.len());
-        let mut matching = Vec::new();
         for (i, term) in terms.iter().enumerate() {
             if scores.examined >= budget {
                 terms.truncate(i); // the rest are ignored, like terms past MAX_TERMS
                 break;
             }
             self.score_term(term, i, public_only, scores);
-            matching = scores.finish_term(i);
-            if matching.is_empty() {
+            scores.finish_term(i);
+            if scores.matching.is_empty() {
                 return (0, Vec::new());
             }
         }
-        let total = matching.len();
+        let total = scores.matching.len();
         // Rounded before ranking, so float noise (1.0499999999999998 vs 1.05) neither shows nor reorders ties.
         let round = |score: f64| (score * 1e6).round() / 1e6;
         let score = |slot: u32| round(scores.total[slot as usize]);
-        let hits = best_first(&matching, limit, score, |slot| self.id_of(slot))
+        let hits = best_first(&scores.matching, limit, score, |slot| self.id_of(slot))
             .into_iter()
             .filter_map(|(score, slot)| {
                 let doc = self.slots[slot as usize].as_ref()?;
@@ -375,8 +380,12 @@ mod tests {
                 let kept = index.lend_scores();
                 assert!(kept.total.iter().all(|&t| t == 0.0), "{query}");
                 assert!(kept.matched.iter().all(|&m| m == 0) && kept.best.iter().all(|&b| b == 0.0));
-                assert!(kept.touched.is_empty() && kept.written.is_empty() && kept.examined == 0);
+                assert!(kept.touched.is_empty() && kept.written.is_empty() && kept.matching.is_empty());
+                assert_eq!(kept.examined, 0);
                 assert_eq!(kept.total.len(), 60, "the scores were not kept");
+                for list in [&kept.touched, &kept.matching, &kept.written] {
+                    assert_eq!(list.capacity(), 60, "a list was not kept, or grew past the index");
+                }
                 index.give_back_scores(kept);
             }
         }
