@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
@@ -32,6 +33,9 @@ from slugline.app import create_app
 from slugline.runtime import Runtime
 from slugline.services import accounts
 from slugline.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests, as in benches/abuse.py
+from tests.helpers import http_scope
 
 App = Callable[[dict[str, Any], Any, Any], Coroutine[Any, Any, None]]
 AGENT = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
@@ -76,21 +80,7 @@ class Caller:
             raise RuntimeError(f"lifespan {message}: {done}")
 
     def scope(self, method: str, path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query,
-            "root_path": "",
-            "headers": [(b"host", b"sl.test"), *headers],
-            "client": ("127.0.0.1", 5000),
-            "server": ("sl.test", 80),
-            "state": self.state,
-        }
+        return {**http_scope(method, path, query, [(b"host", b"sl.test"), *headers]), "state": self.state}
 
     async def call(
         self,
