@@ -75,8 +75,9 @@ def test_old_feed_rows_are_pruned(runtime: Runtime, alice: Account, client: Test
         account_id = session.scalar(select(LinkChange.account_id))
         assert account_id is not None
         run = session_run(session)
+        dialect = runtime.db.engine.dialect.name
         for version in range(2, 2 + 3 * searchfeed.KEEP):
-            drive(searchfeed.record(run, account_id, version, "lnk_x"))
+            assert drive(searchfeed.bump(run, dialect, account_id, "lnk_x")) == version
         kept = session.scalar(select(func.count()).select_from(LinkChange))
         assert kept is not None and kept <= searchfeed.KEEP + searchfeed.PRUNE_EVERY
         newest = 1 + 3 * searchfeed.KEEP

@@ -1,11 +1,12 @@
 """Small link writes made on the event loop, with no thread hop: `LoopWriter` on SQLite, `PgLoopWriter` on
 PostgreSQL.
 
-A link's create is three short statements and a commit (the row, the account's version bump, the change-feed row):
-~100 µs of SQLite work in WAL mode, where a commit does not sync the disk. Made on a worker thread, the same create
-took ~3.7 ms of the worker's time under load: the thread waits for the process's write lock, then for the GIL after
-each statement (other threads and the loop hold it meanwhile), all while it holds the lock every other writer waits
-for. So a create tries this first, and takes the thread path whenever this cannot write at once:
+A link's create is two short statements and a commit (the row; the account's version bump with the change-feed
+row, `searchfeed.bump`): ~100 µs of SQLite work in WAL mode, where a commit does not sync the disk. Made on a worker
+thread, the same create took ~3.7 ms of the worker's time under load: the thread waits for the process's write lock,
+then for the GIL after each statement (other threads and the loop hold it meanwhile), all while it holds the lock
+every other writer waits for. So a create tries this first, and takes the thread path whenever this cannot write at
+once:
 
 - The loop never waits. The file's write lock (`db.WriterLock`, shared by every worker) is taken at once if it is
   free; if not, one thread of the worker's own waits for it (up to `LOCK_WAIT_SECONDS`, then the write goes to the

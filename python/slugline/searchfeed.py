@@ -1,16 +1,26 @@
 """The change feed behind the search indexes: one `link_changes` row per `accounts.links_version` bump,
 written in the bump's transaction. A worker whose index is at version v reads the rows after v and
-refreshes just those links, so another worker's change costs it O(changed links), not a reload."""
+refreshes just those links, so another worker's change costs it O(changed links), not a reload.
+
+The bump and its feed row are one statement (`bump`): each statement of a write costs the worker far more under
+load than its own work, since SQLite's driver lets go of the GIL for every one and the server's threads take it
+(a create under wrk: 583 -> 503 µs of worker CPU, 0.287 -> 0.344 of the bare app, with one statement fewer).
+PostgreSQL bumps in a data-modifying CTE and inserts the feed row from what it returns. SQLite has no such CTE:
+the feed row is inserted with the account's next version, and the trigger `link_changes_bump` (migration 0004)
+sets the account's version to it in the same statement. SQLite has one writer at a time, so the version read and
+the version set cannot interleave with another write.
+"""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, delete, insert, select
+from sqlalchemy import Connection, Insert, Select, String, Table, bindparam, delete, insert, select, update
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
 from slugline.loopwrite import Run
-from slugline.models import LinkChange
+from slugline.models import Account, LinkChange
 
 # Rows kept per account. A worker further behind than this (idle, or just started) reloads instead.
 KEEP = 1000
@@ -19,16 +29,39 @@ PRUNE_EVERY = 100
 
 
 CHANGES = cast(Table, LinkChange.__table__)  # plain Core on the table: no ORM bookkeeping per write
-_RECORD = insert(CHANGES)
+_ACCOUNTS = cast(Table, Account.__table__)
 _PRUNE = delete(CHANGES).where(
     CHANGES.c.account_id == bindparam("account"), CHANGES.c.version <= bindparam("oldest_gone")
 )
 
 
-async def record(run: Run, account_id: int, version: int, link_id: str) -> None:
-    """Note that `link_id` changed (saved or deleted) at `version`, in the transaction that bumped it."""
-    await run(_RECORD, {"account_id": account_id, "version": version, "link_id": link_id})
+def _fed(source: Select[Any]) -> Insert:
+    """The feed row made of `source`'s (account id, version, link id); the statement returns the version."""
+    return insert(CHANGES).from_select(["account_id", "version", "link_id"], source).returning(CHANGES.c.version)
+
+
+_LINK_ID = sql_cast(bindparam("link_id"), String(15))
+_BUMPED = (
+    update(_ACCOUNTS)
+    .where(_ACCOUNTS.c.id == bindparam("account"))
+    .values(links_version=_ACCOUNTS.c.links_version + 1)
+    .returning(_ACCOUNTS.c.id, _ACCOUNTS.c.links_version)
+    .cte("bumped")
+)
+_BUMP = {
+    "postgresql": _fed(select(_BUMPED.c.id, _BUMPED.c.links_version, _LINK_ID)),
+    "sqlite": _fed(
+        select(_ACCOUNTS.c.id, _ACCOUNTS.c.links_version + 1, _LINK_ID).where(_ACCOUNTS.c.id == bindparam("account"))
+    ),
+}
+
+
+async def bump(run: Run, dialect: str, account_id: int, link_id: str) -> int:
+    """The account's next links version, with the feed row saying that `link_id` changed (saved or deleted), in
+    one statement of the write's transaction (on the database `dialect` names)."""
+    version = int((await run(_BUMP[dialect], {"account": account_id, "link_id": link_id}))[0][0])
     await prune(run, account_id, version)
+    return version
 
 
 def prune_due(version: int) -> bool:

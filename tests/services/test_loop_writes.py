@@ -11,7 +11,6 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import psycopg
@@ -146,19 +145,19 @@ def test_a_write_that_fails_half_way_leaves_nothing(
     runtime: Runtime, caller: Caller, writer: LoopWriter | PgLoopWriter, now: Now
 ) -> None:
     link = links.create_link(runtime, caller, {"destination_url": "https://example.com/"})
-    version = _version(runtime)
+    version, dialect = _version(runtime), runtime.db.engine.dialect.name
 
     async def half(run: Run) -> None:
-        await run(links._BUMP, {"account": caller.account_id})
+        await searchfeed.bump(run, dialect, caller.account_id, link["id"])
         raise RuntimeError("half way")
 
-    async def bump(run: Run) -> Sequence[Any]:
-        return await run(links._BUMP, {"account": caller.account_id})
+    async def bump(run: Run) -> int:
+        return await searchfeed.bump(run, dialect, caller.account_id, link["id"])
 
     with pytest.raises(RuntimeError, match="half way"):
         now(writer.write(half))
     assert _version(runtime) == version
-    assert now(writer.write(bump)) is not None
+    assert now(writer.write(bump)) == version + 1
     assert _version(runtime) == version + 1
     assert _stored(runtime, link["id"])["clicks"] == 0
 
@@ -348,13 +347,13 @@ def test_a_connection_lost_before_the_commit_declines_and_during_it_is_a_503(
         (pid,) = (await run(text("SELECT pg_backend_pid()"), {}))[0]
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        await run(links._BUMP, {"account": caller.account_id})  # fails: before the COMMIT
+        await searchfeed.bump(run, "postgresql", caller.account_id, "lnk_x")  # fails: before the COMMIT
 
     assert now(writer.write(cut)) is None
     assert writer.declined == 1
 
     async def cut_last(run: Run) -> None:
-        await run(links._BUMP, {"account": caller.account_id})
+        await searchfeed.bump(run, "postgresql", caller.account_id, "lnk_x")
         (pid,) = (await run(text("SELECT pg_backend_pid()"), {}))[0]
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))  # the COMMIT is what fails

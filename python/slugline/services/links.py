@@ -130,12 +130,6 @@ def _guard_visibility(caller: Caller, data: Any) -> None:
 # Built once: building a statement costs more than running it.
 # Built once, on the tables (plain Core: no ORM bookkeeping), and run on the session's connection.
 _ACCOUNTS, _LINKS = cast(Table, Account.__table__), cast(Table, Link.__table__)
-_BUMP = (
-    update(_ACCOUNTS)
-    .where(_ACCOUNTS.c.id == bindparam("account"))
-    .values(links_version=_ACCOUNTS.c.links_version + 1)
-    .returning(_ACCOUNTS.c.links_version)
-)
 _INSERT = insert(_LINKS)
 COLUMNS = tuple(column.key for column in _LINKS.columns)  # every column, in order: what _INSERT writes, _WHOLE reads
 # What an update writes: every column a client may change (never `clicks`, which the click writer moves meanwhile).
@@ -150,8 +144,9 @@ _WHOLE = (
 _WHOLE_PUBLIC = _WHOLE.where(_LINKS.c.visibility.in_(PUBLIC_LEVELS))
 _UPDATE = update(_LINKS).where(_LINKS.c.id == bindparam("link"))
 # On PostgreSQL the loop makes a create in one statement: the link, the account's version bump and the change-feed
-# row, as data-modifying CTEs, sent alone in autocommit. One round trip instead of five (BEGIN, three statements,
-# COMMIT), and the account row, which serializes the account's writes, is locked only while the statement commits.
+# row, as data-modifying CTEs, sent alone in autocommit. One round trip instead of four (BEGIN, the row, the bump
+# with its feed row, COMMIT), and the account row, which serializes the account's writes, is locked only while the
+# statement commits.
 _MADE = (
     insert(_LINKS)
     .values({column.key: bindparam(column.key, type_=column.type) for column in _LINKS.columns})
@@ -183,13 +178,6 @@ def _bumped_and_fed(written: CTE, with_row: bool = False) -> Select[Any]:
 
 
 _CREATE_AT_ONCE = _bumped_and_fed(_MADE)
-
-
-async def _bump(run: Run, account_id: int, link_id: str) -> int:
-    """The account's next links version, with the change-feed row other workers read, in this transaction."""
-    version = int((await run(_BUMP, {"account": account_id}))[0][0])
-    await searchfeed.record(run, account_id, version, link_id)
-    return version
 
 
 def check_create(caller: Caller, data: Any) -> LinkCreate:
@@ -231,7 +219,7 @@ async def create_link_now(
             if isinstance(writer, PgLoopWriter):
                 version = await _write_new_at_once(writer, link)
             else:
-                version = await writer.write(functools.partial(_write_new, link))
+                version = await writer.write(functools.partial(_write_new, writer.dialect.name, link))
         except Taken:
             return None
         if version is None:
@@ -287,14 +275,14 @@ def _insert(rt: Runtime, link: LinkRecord) -> int | None:
     """The account's new links version, or None when the slug is taken."""
     try:
         with rt.db.writing() as session:
-            return drive(_write_new(link, session_run(session)))
+            return drive(_write_new(rt.db.engine.dialect.name, link, session_run(session)))
     except IntegrityError:
         return None
 
 
-async def _write_new(link: LinkRecord, run: Run) -> int:
+async def _write_new(dialect: str, link: LinkRecord, run: Run) -> int:
     await run(_INSERT, {name: getattr(link, name) for name in COLUMNS})
-    return await _bump(run, link.account_id, link.id)
+    return await searchfeed.bump(run, dialect, link.account_id, link.id)
 
 
 async def _write_new_at_once(writer: PgLoopWriter, link: LinkRecord) -> int | None:
@@ -534,7 +522,8 @@ def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[st
         raise NotFound(NOT_FOUND)
     try:
         with rt.db.writing() as session:
-            link, old_slug, version = drive(_change(caller, link_id, data, session_run(session)))
+            dialect = rt.db.engine.dialect.name
+            link, old_slug, version = drive(_change(caller, link_id, data, dialect, session_run(session)))
     except IntegrityError:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     events.link_saved(rt, caller.account_id, version, link, old_slug)
@@ -551,7 +540,7 @@ async def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) 
         if isinstance(writer, PgLoopWriter):
             changed = await _change_at_once(writer, caller, link_id, data)
         else:
-            changed = await writer.write(functools.partial(_change, caller, link_id, data))
+            changed = await writer.write(functools.partial(_change, caller, link_id, data, writer.dialect.name))
     except Taken:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     if changed is None:
@@ -561,13 +550,13 @@ async def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) 
     return link_dict(link, caller.base_url)
 
 
-async def _change(caller: Caller, link_id: str, data: Any, run: Run) -> tuple[LinkRecord, str, int]:
+async def _change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> tuple[LinkRecord, str, int]:
     """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
     the tables, no ORM bookkeeping: `link` is never added to a session."""
     found = await run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id))
     link, old_slug, changes = _changed(caller, found, data)
     await run(_UPDATE, {"link": link_id, **changes})
-    return link, old_slug, await _bump(run, caller.account_id, link.id)
+    return link, old_slug, await searchfeed.bump(run, dialect, caller.account_id, link.id)
 
 
 def _changed(caller: Caller, found: Sequence[Any], data: Any) -> tuple[LinkRecord, str, dict[str, Any]]:
@@ -695,6 +684,6 @@ def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
         slug = link.slug
         session.delete(link)
         session.flush()
-        version = drive(_bump(session_run(session), caller.account_id, link_id))
+        version = drive(searchfeed.bump(session_run(session), rt.db.engine.dialect.name, caller.account_id, link_id))
     events.link_deleted(rt, caller.account_id, version, link_id, slug)
     return {"deleted": True, "id": link_id}
