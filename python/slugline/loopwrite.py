@@ -1,20 +1,21 @@
 """Small link writes made on the event loop, with no thread hop: `LoopWriter` on SQLite, `PgLoopWriter` on
 PostgreSQL.
 
-A link's create is two short statements and a commit (the row; the account's version bump with the change-feed
-row, `searchfeed.bump`): ~100 µs of SQLite work in WAL mode, where a commit does not sync the disk. Made on a worker
-thread, the same create took ~3.7 ms of the worker's time under load: the thread waits for the process's write lock,
-then for the GIL after each statement (other threads and the loop hold it meanwhile), all while it holds the lock
-every other writer waits for. So a create tries this first, and takes the thread path whenever this cannot write at
-once:
+A link's update is three short statements and a commit (the row read, the row written, the account's version bump
+with the change-feed row: `searchfeed.bump`), a create one statement in autocommit (`LoopWriter.alone`; SQLite's
+triggers bump the version): ~100 µs of SQLite work in WAL mode, where a commit does not sync the disk. Made on a
+worker thread, the same create took ~3.7 ms of the worker's time under load: the thread waits for the process's
+write lock, then for the GIL after each statement (other threads and the loop hold it meanwhile), all while it holds
+the lock every other writer waits for. So a write tries this first, and takes the thread path whenever this cannot
+write at once:
 
 - The loop never waits. The file's write lock (`db.WriterLock`, shared by every worker) is taken at once if it is
   free; if not, one thread of the worker's own waits for it (up to `LOCK_WAIT_SECONDS`, then the write goes to the
   thread path) and hands it to the write, which then runs on the loop. Sent to the thread path instead, as every
   write was while another worker wrote, a write held the lock 2.3 ms (its thread waiting for the GIL after each
   statement) where one made here holds it 0.33 ms: two workers updating made half the updates one worker did.
-  The file itself is taken with `BEGIN IMMEDIATE` and a busy timeout of 0: a writer that does not take the lock
-  (the click flusher) sends the write to the thread path.
+  The file itself is taken with `BEGIN IMMEDIATE` (or by the lone statement) and a busy timeout of 0: a writer that
+  does not take the lock (the click flusher) sends the write to the thread path.
 - Nothing here syncs the disk. The connection never checkpoints the write-ahead log itself
   (`wal_autocheckpoint=0`); every `CHECKPOINT_EVERY` commits a passive checkpoint runs on a thread instead.
 - A write that fails is rolled back whole. A constraint it breaks (a taken slug) raises `Taken`; any other error
@@ -131,6 +132,25 @@ class LoopWriter:
     async def write(self, work: Work[T]) -> T | None:
         """`work(run)` in one transaction, committed: its result; None when the write cannot be made at once (then
         make it on a thread). `Taken` when a constraint refused it."""
+
+        def transaction(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            done = drive(work(self._run))
+            conn.execute("COMMIT")
+            return done
+
+        return await self._made(transaction)
+
+    async def alone(self, statement: Executable, binds: dict[str, Any]) -> Sequence[Any] | None:
+        """One statement as its own transaction (the connection is in autocommit), with no BEGIN or COMMIT: under
+        load each statement costs a hand-over of the GIL (the driver lets go of it while SQLite works). Its rows;
+        None when it cannot be made at once; `Taken` when a constraint refused it."""
+        return await self._made(lambda _: drive(self._run(statement, binds)))
+
+    async def _made(self, make: Callable[[sqlite3.Connection], T]) -> T | None:
+        """`make(conn)` holding the file's write lock: its result; None (declined) when the lock or the connection
+        cannot be had at once, or SQLite refuses with anything but a constraint (busy, read-only, full). A
+        transaction `make` leaves open is rolled back."""
         if not await self._locked():
             self.declined += 1
             return None
@@ -140,9 +160,7 @@ class LoopWriter:
                 self.declined += 1
                 return None
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                done = drive(work(self._run))
-                conn.execute("COMMIT")
+                done = make(conn)
             except sqlite3.IntegrityError as exc:
                 raise Taken(str(exc)) from exc
             except sqlite3.Error:  # busy, read-only, full: the thread path will tell
@@ -217,6 +235,10 @@ class PgLoopWriter:
     def __init__(self, reader: PgLoopReader) -> None:
         self.reader = reader
         self.declined = 0
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.reader.dialect
 
     async def write(self, work: Work[T]) -> T | None:
         committing = False

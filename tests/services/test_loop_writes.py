@@ -25,7 +25,7 @@ from slugline.errors import Conflict, Invalid, NotFound
 from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run
 from slugline.pgwire import Wire
 from slugline.runtime import Runtime
-from slugline.services import links
+from slugline.services import events, links
 from tests.helpers import POSTGRES_ONLY, POSTGRES_URL, SQLITE_ONLY, Account
 from tests.services.conftest import Now
 
@@ -67,6 +67,12 @@ def _version(runtime: Runtime) -> int:
 def _count(runtime: Runtime) -> int:
     with runtime.db.engine.connect() as conn:
         return int(conn.execute(text("SELECT count(*) FROM links")).scalar_one())
+
+
+def _feed(runtime: Runtime) -> list[tuple[int, str]]:
+    with runtime.db.engine.connect() as conn:
+        found = conn.execute(text("SELECT version, link_id FROM link_changes ORDER BY account_id, version"))
+        return [(int(version), link_id) for version, link_id in found]
 
 
 def _same(one: dict[str, Any], other: dict[str, Any]) -> bool:
@@ -123,11 +129,19 @@ def test_the_search_index_learns_of_a_loop_create(
 
 def test_a_taken_slug_is_refused_and_nothing_is_written(runtime: Runtime, caller: Caller, now: Now) -> None:
     links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-one"})
-    count, version = _count(runtime), _version(runtime)
+    written = _count(runtime), _version(runtime), _feed(runtime)
     with pytest.raises(Conflict, match="taken-one"):
         _make(runtime, caller, now, {"destination_url": "https://e.test/", "slug": "taken-one"})
-    assert (_count(runtime), _version(runtime)) == (count, version)
+    assert (_count(runtime), _version(runtime), _feed(runtime)) == written  # the bump and feed row undone too
+    with pytest.raises(Conflict, match="taken-one"):  # the thread path
+        links.create_link(runtime, caller, {"destination_url": "https://e.test/", "slug": "taken-one"})
+    assert (_count(runtime), _version(runtime), _feed(runtime)) == written
     assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None  # the connection is fine
+    assert (_count(runtime), _version(runtime), len(_feed(runtime))) == (
+        written[0] + 1,
+        written[1] + 1,
+        len(written[2]) + 1,
+    )
 
 
 def test_a_generated_slug_that_is_taken_is_drawn_again(
@@ -436,6 +450,54 @@ def test_the_search_index_learns_of_a_loop_update(
     assert client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"] == []
     found = client.get("/api/v1/links", params={"q": "okapi"}, headers=alice.auth()).json()["data"]
     assert [hit["id"] for hit in found] == [link["id"]]
+
+
+def _saved_versions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The versions the creates tell this worker's caches of (`events.link_saved`)."""
+    told: list[int] = []
+    saved = events.link_saved
+
+    def spy(rt: Runtime, account_id: int, version: int, *args: Any, **kwargs: Any) -> None:
+        told.append(version)
+        saved(rt, account_id, version, *args, **kwargs)
+
+    monkeypatch.setattr(events, "link_saved", spy)
+    return told
+
+
+@SQLITE_ONLY
+def test_on_sqlite_a_loop_create_is_one_statement_and_still_prunes_the_feed(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn = writer._connection()
+    assert conn is not None
+    traced: list[str] = []
+
+    def trace(sql: str) -> None:  # a statement is traced again as each of its triggers starts
+        if not traced or traced[-1] != sql:
+            traced.append(sql)
+
+    conn.set_trace_callback(trace)
+
+    def sent() -> list[str]:
+        return [sql.split()[0] for sql in traced]
+
+    told = _saved_versions(monkeypatch)
+    version = _version(runtime)
+    made = _make(runtime, caller, now, {"destination_url": "https://e.test/", "title": "one"})
+    assert made is not None and sent() == ["INSERT"]  # no BEGIN, no COMMIT
+    assert _version(runtime) == version + 1 and told == [version + 1] and _stored(runtime, made["id"])["title"] == "one"
+    assert _feed(runtime)[-1] == (version + 1, made["id"])
+    # Through the thread path, in a session's transaction, the same statement.
+    other = links.create_link(runtime, caller, {"destination_url": "https://e.test/"})
+    assert _version(runtime) == version + 2 and told == [version + 1, version + 2]
+    assert _feed(runtime)[-1] == (version + 2, other["id"])
+    nxt = searchfeed.PRUNE_EVERY * (version // searchfeed.PRUNE_EVERY + 20)  # a pruning version, next
+    with runtime.db.engine.begin() as db:
+        db.execute(text("UPDATE accounts SET links_version = :v WHERE id = :a"), {"v": nxt - 1, "a": caller.account_id})
+    assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None
+    assert sent() == ["INSERT", "INSERT", "BEGIN", "DELETE", "COMMIT"] and writer.declined == 0
+    assert told[-1] == nxt and [version for version, _ in _feed(runtime)] == [nxt]  # the older rows are gone
 
 
 @POSTGRES_ONLY
