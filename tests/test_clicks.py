@@ -13,7 +13,7 @@ from datetime import date
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import create_engine, event, select, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
@@ -25,7 +25,7 @@ from slugline.clicks.store import write_batch
 from slugline.clock import as_utc
 from slugline.models import Click, ClickDaily
 from slugline.runtime import Runtime
-from tests.helpers import Account
+from tests.helpers import POSTGRES_ONLY, POSTGRES_URL, Account
 
 CHROME = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -291,6 +291,47 @@ def test_clicks_of_a_link_deleted_before_the_flush_are_dropped_and_the_rest_kept
         daily = session.execute(select(ClickDaily.day, ClickDaily.source, ClickDaily.clicks)).all()
     assert [as_utc(stamp).timestamp() for stamp in stamps] == [pytest.approx(at, abs=1e-6)] * 2
     assert [tuple(row) for row in daily] == [(date(2025, 11, 23), classified, 2)]
+
+
+def test_a_deleted_links_clicks_are_deleted_with_it(client: TestClient, alice: Account, runtime: Runtime) -> None:
+    kept, gone = make_link(client, alice, "stays"), make_link(client, alice, "goes")
+
+    async def scenario() -> int:
+        recorder = ClickRecorder(runtime)
+        for link_id in (kept, gone, gone):
+            recorder.record(click(link_id, "x"))
+        return await recorder.flush()
+
+    assert asyncio.run(scenario()) == 3
+    assert client.delete(f"/api/v1/links/{gone}", headers=alice.auth()).status_code == 200
+    with runtime.db.engine.connect() as conn:
+        left = conn.execute(text("SELECT link_id FROM clicks")).scalars().all()
+        daily = conn.execute(text("SELECT link_id FROM click_daily")).scalars().all()
+    assert (left, daily) == ([kept], [kept])
+
+
+@POSTGRES_ONLY
+def test_a_link_deleted_from_another_search_path_takes_its_clicks(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
+    gone = make_link(client, alice, "elsewhere")
+
+    async def scenario() -> int:
+        recorder = ClickRecorder(runtime)
+        recorder.record(click(gone, "x"))
+        return await recorder.flush()
+
+    assert asyncio.run(scenario()) == 1
+    with runtime.db.engine.connect() as conn:
+        schema = conn.execute(text("SELECT current_schema()")).scalar_one()
+    admin = create_engine(POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://", 1))  # search_path: public
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'DELETE FROM "{schema}".links WHERE id = :id'), {"id": gone})
+    finally:
+        admin.dispose()
+    with runtime.db.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM clicks")).scalar_one() == 0
 
 
 def test_shutdown_tries_again_after_a_failed_write(

@@ -1,46 +1,60 @@
-"""The migrations up and down on a SQLite file: the schema they leave, triggers included."""
+"""The migrations up and down: the schema they leave, triggers and keys included."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from alembic import command
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, inspect, text
 
 from slugline import migrate
 
 TRIGGERS = ["link_changes_bump", "links_created"]  # SQLite's, which bump an account's links version (0004, 0005)
 
 
-def _triggers(url: str) -> list[str]:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        found = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"))
-        names = list(found.scalars())
-    engine.dispose()
-    return names
-
-
-def _downgrade(url: str, revision: str) -> None:
-    engine = create_engine(url)
+def _downgrade(engine: Engine, revision: str) -> None:
     config = migrate.alembic_config()
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.downgrade(config, revision)
-    engine.dispose()
+
+
+def _triggers(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            found = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"))
+        else:
+            found = conn.execute(
+                text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = 'links'::regclass ORDER BY 1")
+            )
+        return list(found.scalars())
+
+
+def _clicks_keys(engine: Engine) -> list[str]:
+    return [key["referred_table"] for key in inspect(engine).get_foreign_keys("clicks")]
 
 
 def test_sqlite_triggers_come_and_go_with_their_migrations(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'm.db'}"
-    engine = create_engine(url)
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
     migrate.upgrade(engine)
-    engine.dispose()
-    assert _triggers(url) == TRIGGERS
-    _downgrade(url, "0004")
-    assert _triggers(url) == TRIGGERS[:1]
-    _downgrade(url, "0003")
-    assert _triggers(url) == []
-    engine = create_engine(url)
+    assert _triggers(engine) == TRIGGERS and _clicks_keys(engine) == ["links"]
+    _downgrade(engine, "0004")
+    assert _triggers(engine) == TRIGGERS[:1]
+    _downgrade(engine, "0003")
+    assert _triggers(engine) == []
     migrate.upgrade(engine)
+    assert _triggers(engine) == TRIGGERS and _clicks_keys(engine) == ["links"]
     engine.dispose()
-    assert _triggers(url) == TRIGGERS
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_click_log_loses_its_key_and_gains_the_deleting_trigger(pg_url: str) -> None:
+    engine = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    migrate.upgrade(engine)
+    assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
+    _downgrade(engine, "0005")
+    assert _triggers(engine) == [] and _clicks_keys(engine) == ["links"]
+    migrate.upgrade(engine)
+    assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
+    engine.dispose()

@@ -32,7 +32,9 @@ _BUMP = {
     "(SELECT e ->> 0 AS id, (e ->> 1)::bigint AS n FROM json_array_elements(%s::json) AS e) AS t "
     "WHERE links.id = t.id RETURNING links.id",
 }
-# PostgreSQL locks the batch's links first, in id order, so two workers' batches cannot deadlock.
+# PostgreSQL locks the batch's links first, in id order, so two workers' batches cannot deadlock; and a link deleted
+# meanwhile either waits for this batch (then its trigger deletes the batch's rows too) or is gone before the lock
+# is granted (then no row names it): the click log has no foreign key there (migration 0006).
 _LOCK = (
     "SELECT id FROM links WHERE id IN (SELECT e ->> 0 FROM json_array_elements(%s::json) AS e) ORDER BY id FOR UPDATE"
 )
