@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from datetime import date
@@ -19,7 +20,7 @@ from starlette.testclient import TestClient
 
 from slugline import _core
 from slugline.bounds import MAX_REFERRER, MAX_SOURCE
-from slugline.clicks import buffer
+from slugline.clicks import buffer, store
 from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
 from slugline.clicks.store import write_batch
 from slugline.clock import as_utc
@@ -332,6 +333,67 @@ def test_a_link_deleted_from_another_search_path_takes_its_clicks(
         admin.dispose()
     with runtime.db.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM clicks")).scalar_one() == 0
+
+
+def _orphans(runtime: Runtime) -> int:
+    with runtime.db.engine.connect() as conn:
+        found = conn.execute(text("SELECT count(*) FROM clicks WHERE link_id NOT IN (SELECT id FROM links)"))
+        return int(found.scalar_one())
+
+
+@POSTGRES_ONLY
+def test_a_batch_that_waits_for_a_deletion_writes_none_of_the_deleted_links_rows(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
+    # The click log has no foreign key on PostgreSQL (migration 0006): the batch's lock on its links is what keeps
+    # rows of a deleted link out.
+    kept, gone = make_link(client, alice, "waits-kept"), make_link(client, alice, "waits-gone")
+    recorder = ClickRecorder(runtime)
+    for link_id in (kept, gone, gone):
+        recorder.record(click(link_id, "x"))
+    written: list[int] = []
+    with runtime.db.engine.connect() as deleting:
+        with deleting.begin():
+            deleting.execute(text("DELETE FROM links WHERE id = :id"), {"id": gone})
+            flushing = threading.Thread(target=lambda: written.append(asyncio.run(recorder.flush())))
+            flushing.start()
+            flushing.join(0.5)
+            assert flushing.is_alive(), "the batch waits for the deleted link's lock"
+        flushing.join(10)
+    assert written == [1] and _orphans(runtime) == 0
+
+
+@POSTGRES_ONLY
+def test_a_deletion_that_waits_for_a_batch_deletes_the_batchs_rows_too(
+    client: TestClient, alice: Account, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = make_link(client, alice, "deleted-after")
+    copied, go_on = threading.Event(), threading.Event()
+    insert = store._insert_clicks
+
+    def held(*args: Any) -> int:  # the batch's rows are in, its transaction (and its locks) still open
+        done = insert(*args)
+        copied.set()
+        go_on.wait(10)
+        return done
+
+    monkeypatch.setattr(store, "_insert_clicks", held)
+    recorder = ClickRecorder(runtime)
+    recorder.record(click(gone, "x"))
+    written: list[int] = []
+    flushing = threading.Thread(target=lambda: written.append(asyncio.run(recorder.flush())))
+    flushing.start()
+    assert copied.wait(10)
+    deletion = threading.Thread(target=lambda: client.delete(f"/api/v1/links/{gone}", headers=alice.auth()))
+    deletion.start()
+    deletion.join(0.5)
+    assert deletion.is_alive(), "the deletion waits for the batch's lock"
+    go_on.set()
+    flushing.join(10)
+    deletion.join(10)
+    assert written == [1] and _orphans(runtime) == 0
+    with runtime.db.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM links")).scalar_one() == 0
 
 
 def test_shutdown_tries_again_after_a_failed_write(
