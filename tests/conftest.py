@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from slugline import migrate
 from slugline.app import create_app
+from slugline.db import normalize_url
 from slugline.runtime import Runtime
 from slugline.services import accounts
 from slugline.settings import Settings
@@ -46,13 +47,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
 
 
-def _psycopg(url: str) -> str:
-    return url.replace("postgresql://", "postgresql+psycopg://", 1)
-
-
 def _postgres_problem() -> str | None:
     try:
-        engine = create_engine(_psycopg(POSTGRES_URL), connect_args={"connect_timeout": 3})
+        engine = create_engine(normalize_url(POSTGRES_URL), connect_args={"connect_timeout": 3})
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         engine.dispose()
@@ -79,7 +76,7 @@ def pg_url() -> Iterator[str]:
     if _PG_PROBLEM is not None:
         unavailable(_PG_PROBLEM)
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(_psycopg(POSTGRES_URL))
+    admin = create_engine(normalize_url(POSTGRES_URL))
     try:
         with admin.begin() as conn:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))

@@ -24,6 +24,7 @@ from slugline.clicks import buffer, store
 from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
 from slugline.clicks.store import write_batch
 from slugline.clock import as_utc
+from slugline.db import normalize_url
 from slugline.models import Click, ClickDaily
 from slugline.runtime import Runtime
 from tests.helpers import POSTGRES_ONLY, POSTGRES_URL, Account
@@ -325,7 +326,7 @@ def test_a_link_deleted_from_another_search_path_takes_its_clicks(
     assert asyncio.run(scenario()) == 1
     with runtime.db.engine.connect() as conn:
         schema = conn.execute(text("SELECT current_schema()")).scalar_one()
-    admin = create_engine(POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://", 1))  # search_path: public
+    admin = create_engine(normalize_url(POSTGRES_URL))  # search_path: public
     try:
         with admin.begin() as conn:
             conn.execute(text(f'DELETE FROM "{schema}".links WHERE id = :id'), {"id": gone})

@@ -9,6 +9,7 @@ from alembic import command
 from sqlalchemy import Engine, create_engine, inspect, text
 
 from slugline import migrate
+from slugline.db import normalize_url
 
 TRIGGERS = ["link_changes_bump", "links_created"]  # SQLite's, which bump an account's links version (0004, 0005)
 
@@ -50,7 +51,7 @@ def test_sqlite_triggers_come_and_go_with_their_migrations(tmp_path: Path) -> No
 
 @pytest.mark.postgres
 def test_on_postgresql_the_click_log_loses_its_key_and_gains_the_deleting_trigger(pg_url: str) -> None:
-    engine = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    engine = create_engine(normalize_url(pg_url))
     migrate.upgrade(engine)
     assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
     _downgrade(engine, "0005")

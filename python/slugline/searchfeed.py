@@ -3,8 +3,7 @@ written in the bump's transaction. A worker whose index is at version v reads th
 refreshes just those links, so another worker's change costs it O(changed links), not a reload.
 
 The bump and its feed row are one statement (`bump`): each statement of a write costs the worker far more under
-load than its own work, since SQLite's driver lets go of the GIL for every one and the server's threads take it
-(a create under wrk: 583 -> 503 µs of worker CPU, 0.287 -> 0.344 of the bare app, with one statement fewer).
+load than its own work, since SQLite's driver lets go of the GIL for every one and the server's threads take it.
 PostgreSQL bumps in a data-modifying CTE and inserts the feed row from what it returns. SQLite has no such CTE:
 the feed row is inserted with the account's next version, and the trigger `link_changes_bump` (migration 0004)
 sets the account's version to it in the same statement. SQLite has one writer at a time, so the version read and

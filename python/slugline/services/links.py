@@ -147,8 +147,8 @@ _UPDATE = update(_LINKS).where(_LINKS.c.id == bindparam("link"))
 # A create is one statement: the link, the account's version bump and the change-feed row; it returns the new
 # version. Sent alone in autocommit on the loop: one round trip on PostgreSQL instead of four (BEGIN, the row, the
 # bump with its feed row, COMMIT), with the account row, which serializes the account's writes, locked only while
-# the statement commits; on SQLite one GIL hand-over instead of four (under wrk, a create's worker CPU 599 -> 459 µs
-# when its three other statements were left out). PostgreSQL does it with data-modifying CTEs. SQLite has none: its
+# the statement commits; on SQLite one GIL hand-over instead of five (`POST` under wrk: 1,854-1,970 -> 2,047-2,149
+# req/s, see the README). PostgreSQL does it with data-modifying CTEs. SQLite has none: its
 # trigger `links_created` (migration 0005) writes the feed row at the account's next version before the row goes in,
 # `link_changes_bump` (0004) sets the account's version to it, and RETURNING reads that version. A refused insert (a
 # taken slug) undoes the triggers' work with it. One row per statement: SQLite computes the RETURNING subquery once
