@@ -1,6 +1,6 @@
 """The /mcp endpoint at the HTTP layer: Host/Origin checks, then the API key, then the Content-Type, then the body
 (at most 1 MiB, all of it within `SLUGLINE_BODY_TIMEOUT_SECONDS`: 413 and 408 as on the REST API), then the
-stateless MCP transport.
+stateless MCP transport (a plain request of a 2025 protocol through `exchange`, the SDK's kernel in this task).
 
 DNS-rebinding protection: a request's Host must be the host of `SLUGLINE_PUBLIC_URL` (any port) or a loopback name
 (127.0.0.1, localhost, [::1]); a browser Origin, when sent, must be the public URL's origin or a loopback origin.
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -22,6 +23,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from slugline.errors import ServiceError
+from slugline.mcp import exchange
 from slugline.mcp.tools import CALLER_KEY, RUNTIME_KEY, build_server
 from slugline.oauth.routes import resource_metadata_url
 from slugline.runtime import Runtime
@@ -88,6 +90,7 @@ class McpEndpoint:
         self.server = build_server(tracing)
         self.runtime: Runtime | None = None
         self.manager: StreamableHTTPSessionManager | None = None
+        self.lifespan_state: Any = None
 
     @asynccontextmanager
     async def serve(self, rt: Runtime) -> AsyncIterator[None]:
@@ -98,11 +101,14 @@ class McpEndpoint:
         )
         manager = self.server.session_manager
         async with manager.run():
+            # What the server's lifespan yielded, which the manager keeps for its own requests: `exchange.answer` hands
+            # it to the kernel as the manager does.
+            self.lifespan_state = manager._lifespan_state
             self.runtime, self.manager = rt, manager
             try:
                 yield
             finally:
-                self.runtime = self.manager = None
+                self.runtime = self.manager = self.lifespan_state = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -116,8 +122,11 @@ class McpEndpoint:
             body = await read_body(scope, receive, self.runtime.settings.body_timeout_seconds)
         except ServiceError as exc:
             return await error(exc.status, exc.message)(scope, receive, send)
-        if body is not None:  # None: the client left before sending it all
-            await self.manager.handle_request(scope, replay(body, receive), send)
+        if body is None:  # the client left before sending it all
+            return
+        receive = replay(body, receive)
+        if not await exchange.answer(self.manager, self.lifespan_state, scope, body, receive, send):
+            await self.manager.handle_request(scope, receive, send)
 
     async def _gate(self, request: Request) -> Response | None:
         """Everything checked before the MCP transport sees the request; on success the caller is on the scope."""
