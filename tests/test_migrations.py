@@ -11,7 +11,8 @@ from sqlalchemy import Engine, create_engine, inspect, text
 from slugline import migrate
 from slugline.db import normalize_url
 
-TRIGGERS = ["link_changes_bump", "links_created"]  # SQLite's, which bump an account's links version (0004, 0005)
+# SQLite's, which bump an account's links version (0004, 0005, 0007), in name order
+TRIGGERS = ["link_changes_bump", "links_changed", "links_created"]
 
 
 def _downgrade(engine: Engine, revision: str) -> None:
@@ -40,8 +41,10 @@ def test_sqlite_triggers_come_and_go_with_their_migrations(tmp_path: Path) -> No
     engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
     migrate.upgrade(engine)
     assert _triggers(engine) == TRIGGERS and _clicks_keys(engine) == ["links"]
+    _downgrade(engine, "0006")
+    assert _triggers(engine) == ["link_changes_bump", "links_created"]
     _downgrade(engine, "0004")
-    assert _triggers(engine) == TRIGGERS[:1]
+    assert _triggers(engine) == ["link_changes_bump"]
     _downgrade(engine, "0003")
     assert _triggers(engine) == []
     migrate.upgrade(engine)

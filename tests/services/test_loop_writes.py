@@ -500,6 +500,71 @@ def test_on_sqlite_a_loop_create_is_one_statement_and_still_prunes_the_feed(
     assert told[-1] == nxt and [version for version, _ in _feed(runtime)] == [nxt]  # the older rows are gone
 
 
+@SQLITE_ONLY
+def test_on_sqlite_an_update_writes_its_row_bump_and_feed_row_in_one_statement(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link = links.create_link(runtime, caller, {"destination_url": "https://e.test/", "title": "one"})
+    links.create_link(runtime, caller, {"destination_url": "https://e.test/", "slug": "taken-here"})
+    conn = writer._connection()
+    assert conn is not None
+    traced: list[str] = []
+
+    def trace(sql: str) -> None:  # a statement is traced again as each of its triggers starts
+        if not traced or traced[-1] != sql:
+            traced.append(sql)
+
+    conn.set_trace_callback(trace)
+
+    def sent() -> list[str]:
+        return [sql.split()[0] for sql in traced]
+
+    told = _saved_versions(monkeypatch)
+    version = _version(runtime)
+    # Fields that need no stored row: one statement in autocommit.
+    changed = now(links.update_link_now(runtime, caller, link["id"], {"title": "two", "note": "n"}))
+    assert changed is not None and changed["title"] == "two" and sent() == ["UPDATE"]
+    assert (
+        _version(runtime) == version + 1 and told == [version + 1] and _feed(runtime)[-1] == (version + 1, link["id"])
+    )
+    # A slug: the row read under the write lock, then the same statement.
+    changed = now(links.update_link_now(runtime, caller, link["id"], {"slug": "moved-here"}))
+    assert changed is not None and changed["slug"] == "moved-here"
+    assert sent() == ["UPDATE", "BEGIN", "SELECT", "UPDATE", "COMMIT"]
+    assert _version(runtime) == version + 2 and told[-1] == version + 2 and _feed(runtime)[-1][0] == version + 2
+    # The thread path, in a session's transaction, with the same statement.
+    assert links.update_link(runtime, caller, link["id"], {"note": "thread"})["note"] == "thread"
+    assert (
+        _version(runtime) == version + 3 and told[-1] == version + 3 and _feed(runtime)[-1] == (version + 3, link["id"])
+    )
+    # Refused (a taken slug, on either path; an unknown or hidden link): nothing moves.
+    feed = _feed(runtime)
+    with pytest.raises(Conflict):
+        now(links.update_link_now(runtime, caller, link["id"], {"slug": "taken-here"}))
+    with pytest.raises(Conflict):
+        links.update_link(runtime, caller, link["id"], {"slug": "taken-here"})
+    with pytest.raises(NotFound):
+        now(links.update_link_now(runtime, caller, "lnk_00000000000", {"title": "x"}))
+    private = links.create_link(runtime, caller, {"destination_url": "https://e.test/", "visibility": "private"})
+    feed, version = _feed(runtime), _version(runtime)
+    public = Caller(caller.account_id, caller.username, caller.plan, "public", caller.created_at, caller.base_url)
+    with pytest.raises(NotFound):
+        now(links.update_link_now(runtime, public, private["id"], {"title": "x"}))
+    assert (_feed(runtime), _version(runtime)) == (feed, version) and writer.declined == 0
+    # Clicks counted on the row are not a change of the link.
+    with runtime.db.engine.begin() as db:
+        db.execute(text("UPDATE links SET clicks = clicks + 5 WHERE id = :id"), {"id": link["id"]})
+    assert (_feed(runtime), _version(runtime)) == (feed, version)
+    # A pruning version prunes after the one statement.
+    nxt = searchfeed.PRUNE_EVERY * (version // searchfeed.PRUNE_EVERY + 20)
+    with runtime.db.engine.begin() as db:
+        db.execute(text("UPDATE accounts SET links_version = :v WHERE id = :a"), {"v": nxt - 1, "a": caller.account_id})
+    del traced[:]
+    assert now(links.update_link_now(runtime, caller, link["id"], {"title": "three"})) is not None
+    assert sent() == ["UPDATE", "BEGIN", "DELETE", "COMMIT"] and told[-1] == nxt
+    assert [v for v, _ in _feed(runtime)] == [nxt]
+
+
 @POSTGRES_ONLY
 def test_on_postgresql_a_loop_create_is_one_statement_and_still_prunes_the_feed(
     runtime: Runtime, caller: Caller, writer: PgLoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch

@@ -12,6 +12,7 @@ from typing import Any, Literal, cast
 import orjson
 from sqlalchemy import (
     CTE,
+    BindParameter,
     ColumnElement,
     Row,
     Select,
@@ -26,6 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import ReturningUpdate
 
 from slugline import _core, loopread, searchfeed
 from slugline._core import SearchIndex
@@ -554,6 +556,8 @@ async def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) 
     try:
         if isinstance(writer, PgLoopWriter):
             changed = await _change_at_once(writer, caller, link_id, data)
+        elif (at_once := await _set_at_once(writer, caller, link_id, data)) is not False:
+            changed = at_once
         else:
             changed = await writer.write(functools.partial(_change, caller, link_id, data, writer.dialect.name))
     except Taken:
@@ -567,9 +571,15 @@ async def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) 
 
 async def _change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> tuple[LinkRecord, str, int]:
     """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
-    the tables, no ORM bookkeeping: `link` is never added to a session."""
+    the tables, no ORM bookkeeping: `link` is never added to a session. On SQLite the row's write is also the
+    version bump and the feed row (`_sqlite_set`)."""
     found = await run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id))
     link, old_slug, changes = _changed(caller, found, data)
+    if dialect == "sqlite":
+        binds = {"link": link_id, "owner": caller.account_id, **changes}
+        version = int((await run(_sqlite_set(frozenset(CHANGEABLE), False), binds))[0][0])
+        await searchfeed.prune(run, caller.account_id, version)
+        return link, old_slug, version
     await run(_UPDATE, {"link": link_id, **changes})
     return link, old_slug, await searchfeed.bump(run, dialect, caller.account_id, link.id)
 
@@ -612,18 +622,39 @@ def _new_values(body: LinkUpdate, names: set[str]) -> dict[str, Any]:
 SET_ALONE = frozenset({"destination_url", "title", "description", "note", "hashtags"})
 
 
+def _set_where(public_only: bool, owner: str = "account_id") -> list[ColumnElement[bool]]:
+    conds = [_LINKS.c.id == bindparam("link"), _LINKS.c.account_id == bindparam(owner)]
+    if public_only:
+        conds.append(_LINKS.c.visibility.in_(PUBLIC_LEVELS))
+    return conds
+
+
+def _set_values(fields: frozenset[str]) -> dict[str, BindParameter[Any]]:
+    return {name: bindparam(name, type_=_LINKS.c[name].type) for name in ("updated_at", *sorted(fields))}
+
+
+@functools.lru_cache(maxsize=64)
+def _sqlite_set(fields: frozenset[str], public_only: bool) -> ReturningUpdate[Any]:
+    """The update of `fields` on SQLite, with the version bump and the feed row, as one statement: the new version,
+    then the link's columns as stored. Migration 0007's trigger `links_changed` writes the feed row at the account's
+    next version before a row's `updated_at` changes (and 0004's `link_changes_bump` sets the account's version from
+    it), and RETURNING reads that version, as `_CREATE` does; one row per statement (by primary key). A refused
+    update (a taken slug) undoes the triggers' work with it. The account is bound as `owner`: a session refuses a
+    bind named like a column in an UPDATE (the thread path runs this through one)."""
+    version = select(_ACCOUNTS.c.links_version).where(_ACCOUNTS.c.id == bindparam("owner")).scalar_subquery()
+    changed = update(_LINKS).where(*_set_where(public_only, "owner")).values(_set_values(fields))
+    return changed.returning(version, *_LINKS.columns)
+
+
 @functools.lru_cache(maxsize=64)
 def _set_statement(fields: frozenset[str], public_only: bool) -> Select[Any]:
     """The one-statement update of `fields`, with the version bump and the feed row: the new version, then the
     link's columns as stored. `_set_at_once` sets some fields; the locked path sets every CHANGEABLE one, on the row
     its read has locked."""
-    conds = [_LINKS.c.id == bindparam("link"), _LINKS.c.account_id == bindparam("account_id")]
-    if public_only:
-        conds.append(_LINKS.c.visibility.in_(PUBLIC_LEVELS))
     changed = (
         update(_LINKS)
-        .where(*conds)
-        .values({name: bindparam(name, type_=_LINKS.c[name].type) for name in ("updated_at", *sorted(fields))})
+        .where(*_set_where(public_only))
+        .values(_set_values(fields))
         .returning(*_LINKS.columns)
         .cte("changed")
     )
@@ -631,18 +662,22 @@ def _set_statement(fields: frozenset[str], public_only: bool) -> Select[Any]:
 
 
 async def _set_at_once(
-    writer: PgLoopWriter, caller: Caller, link_id: str, data: Any
+    writer: LoopWriter | PgLoopWriter, caller: Caller, link_id: str, data: Any
 ) -> tuple[LinkRecord, str, int] | Literal[False] | None:
-    """An update of `SET_ALONE` fields only, in one statement and one round trip. False: not such an update, or
-    one refused (the locked path answers it, in the thread path's order: 404 before 422); None: declined."""
+    """An update of `SET_ALONE` fields only, in one statement in autocommit (one round trip on PostgreSQL, one GIL
+    hand-over on SQLite). False: not such an update, or one refused (the locked path answers it, in the thread path's
+    order: 404 before 422); None: declined."""
     if not isinstance(data, dict) or not data or not data.keys() <= SET_ALONE:
         return False
     try:
         body, sent = _checked_update(caller, data)
     except ServiceError:
         return False
-    binds = {"link": link_id, "account_id": caller.account_id, "updated_at": utcnow(), **_new_values(body, sent)}
-    done = await writer.alone(_set_statement(frozenset(sent), caller.public_only), binds)
+    sqlite = writer.dialect.name == "sqlite"
+    binds = {"link": link_id, "updated_at": utcnow(), **_new_values(body, sent)}
+    binds["owner" if sqlite else "account_id"] = caller.account_id
+    setting = _sqlite_set if sqlite else _set_statement
+    done = await writer.alone(setting(frozenset(sent), caller.public_only), binds)
     if done is None:
         return None
     if not done:
