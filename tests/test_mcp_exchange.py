@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 from mcp.server.mcpserver import MCPServer
+from mcp_types import JSONRPCResponse
 from starlette.testclient import TestClient
 
-from slugline.mcp import exchange
+from slugline.mcp import exchange, tools
 from tests.helpers import SQLITE_ONLY, Account
 
 JSON = "application/json"
@@ -159,3 +161,31 @@ def test_the_tool_sees_the_caller_and_a_public_key_stays_public(
         seen[key] = [link["id"] for link in res.json()["result"]["structuredContent"]["data"]]
     assert answered == [True, True]
     assert seen == {alice.full: [made.json()["id"]], alice.public: []}
+
+
+@SQLITE_ONLY
+def test_a_cancellation_a_handler_lets_out_is_answered_as_the_sdk_answers_it(
+    client: TestClient, alice: Account, monkeypatch: pytest.MonkeyPatch, answered: list[bool]
+) -> None:
+    async def stray(rt: Any, caller: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+        raise asyncio.CancelledError  # as from awaiting a task something else cancelled
+
+    monkeypatch.setattr(tools, "_me", stray)
+    fast, sdk = both_ways(client, monkeypatch, answered, alice.full, CASES[0])
+    assert answered == [True]
+    same(fast, sdk)
+    assert fast.json()["error"] == {"code": -32000, "message": "Connection closed"}
+
+
+@SQLITE_ONLY
+def test_an_answer_that_cannot_be_written_is_answered_as_the_sdk_answers_it(
+    client: TestClient, alice: Account, monkeypatch: pytest.MonkeyPatch, answered: list[bool]
+) -> None:
+    def unwritable(self: JSONRPCResponse, **kwargs: Any) -> str:
+        raise ValueError("cannot write this")
+
+    monkeypatch.setattr(JSONRPCResponse, "model_dump_json", unwritable)
+    fast, sdk = both_ways(client, monkeypatch, answered, alice.full, CASES[0])
+    assert answered == [True]
+    same(fast, sdk)
+    assert fast.status_code == 500 and fast.json()["error"]["message"] == "Error handling POST request"

@@ -17,6 +17,7 @@ ways and compares the answers byte for byte.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,7 +35,16 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import DEFAULT_NEGOTIATED_VERSION, ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse, RequestId
+from mcp_types import (
+    CONNECTION_CLOSED,
+    DEFAULT_NEGOTIATED_VERSION,
+    INTERNAL_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+)
 from mcp_types.jsonrpc import jsonrpc_message_adapter
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -100,8 +110,25 @@ async def answer(
     if found is None:
         return False
     version, message = found
+    reply = await _reply(manager, lifespan_state, request, version, message)
+    try:
+        status, body_out = 200, reply.model_dump_json(by_alias=True, exclude_unset=True)
+    except Exception:  # as the SDK's transport answers a failure of its own
+        logger.exception("Error handling POST request")
+        failed = ErrorData(code=INTERNAL_ERROR, message="Error handling POST request")
+        status, body_out = (
+            500,
+            JSONRPCError(jsonrpc="2.0", id=None, error=failed).model_dump_json(by_alias=True, exclude_unset=True),
+        )
+    await Response(body_out, status, {"Content-Type": "application/json"})(scope, receive, send)
+    return True
+
+
+async def _reply(
+    manager: StreamableHTTPSessionManager, lifespan_state: Any, request: Request, version: str, message: JSONRPCRequest
+) -> JSONRPCResponse | JSONRPCError:
+    """The kernel's answer to `message`, with a handler's exception mapped as the SDK's dispatcher maps it."""
     exchange = _Exchange(message.id, ServerMessageMetadata(request_context=request, can_send_request=False))
-    reply: JSONRPCResponse | JSONRPCError
     try:
         result = await serve_one(
             manager.app,
@@ -111,14 +138,18 @@ async def answer(
             connection=Connection.from_envelope(version, None, None),
             lifespan_state=lifespan_state,
         )
+    except asyncio.CancelledError:
+        # A cancellation of this request goes on up. One a handler let out of something else it awaited (a shielded
+        # task cancelled elsewhere) is answered as the dispatcher answers any cancellation of its handler.
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise
+        closed = ErrorData(code=CONNECTION_CLOSED, message="Connection closed")
+        return JSONRPCError(jsonrpc="2.0", id=message.id, error=closed)
     except Exception as exc:
         error = handler_exception_to_error_data(exc)
         if error is None:  # as the SDK's dispatcher answers a handler's unmapped exception
             logger.exception("handler for %r raised", message.method)
             error = ErrorData(code=0, message=str(exc))
-        reply = JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
-    else:
-        reply = JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
-    body_out = reply.model_dump_json(by_alias=True, exclude_unset=True)
-    await Response(body_out, headers={"Content-Type": "application/json"})(scope, receive, send)
-    return True
+        return JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+    return JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
