@@ -52,7 +52,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-logger = logging.getLogger(__name__)
+# The SDK's loggers, so that a log filter or alert on them sees these failures as it did on the SDK's path.
+dispatcher_log = logging.getLogger("mcp.shared.jsonrpc_dispatcher")
+transport_log = logging.getLogger("mcp.server.streamable_http")
 VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 TRANSPORT = TransportContext(kind="streamable-http", can_send_request=False)
 
@@ -114,7 +116,7 @@ async def answer(
     try:
         status, body_out = 200, reply.model_dump_json(by_alias=True, exclude_unset=True)
     except Exception:  # as the SDK's transport answers a failure of its own
-        logger.exception("Error handling POST request")
+        transport_log.exception("Error handling POST request")
         failed = ErrorData(code=INTERNAL_ERROR, message="Error handling POST request")
         status, body_out = (
             500,
@@ -149,7 +151,7 @@ async def _reply(
     except Exception as exc:
         error = handler_exception_to_error_data(exc)
         if error is None:  # as the SDK's dispatcher answers a handler's unmapped exception
-            logger.exception("handler for %r raised", message.method)
+            dispatcher_log.exception("handler for %r raised", message.method)
             error = ErrorData(code=0, message=str(exc))
         return JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
     return JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
