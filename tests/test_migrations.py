@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 from alembic import command
 from sqlalchemy import Engine, create_engine, inspect, text
+from starlette.testclient import TestClient
 
 from slugline import migrate
+from slugline.app import create_app
 from slugline.db import normalize_url
+from tests.helpers import make_settings
 
 # SQLite's, which bump an account's links version (0004, 0005, 0007), in name order
 TRIGGERS = ["link_changes_bump", "links_changed", "links_created"]
@@ -62,3 +65,26 @@ def test_on_postgresql_the_click_log_loses_its_key_and_gains_the_deleting_trigge
     migrate.upgrade(engine)
     assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
     engine.dispose()
+
+
+def test_a_server_refuses_a_database_whose_schema_is_behind(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'behind.db'}"
+    engine = create_engine(url)
+    for revision in (None, "0006"):  # an empty database, then one a migration behind
+        if revision is not None:
+            migrate.upgrade(engine, revision)
+        with pytest.raises(migrate.SchemaBehind) as refused, TestClient(create_app(make_settings(url))):
+            pass
+        assert "slugline migrate" in str(refused.value)
+        assert f"at revision {revision or 'none'}" in str(refused.value)
+    migrate.upgrade(engine)
+    with TestClient(create_app(make_settings(url))) as client:
+        assert client.get("/api/v1/health").status_code == 200
+    engine.dispose()
+
+
+def test_a_database_that_cannot_be_reached_is_not_refused_at_startup() -> None:
+    # Nothing listens on port 1: requests answer 503 until the database is back, as when it goes away later.
+    settings = make_settings("postgresql://postgres@127.0.0.1:1/test")
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/api/v1/health").status_code == 503

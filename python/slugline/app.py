@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
-from slugline import __version__
+from slugline import __version__, migrate
 from slugline.api import API_PREFIX, openapi, routers
 from slugline.clicks.buffer import recording
 from slugline.dashboard import install as install_dashboard
@@ -109,6 +109,12 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or Runtime.create(settings)
+        if runtime is None:
+            try:
+                migrate.require_current(rt.db.engine)
+            except migrate.SchemaBehind:
+                rt.close()
+                raise
         app.state.runtime = rt
         # Threads that run requests' database work (see `Database.threads`).
         anyio.to_thread.current_default_thread_limiter().total_tokens = rt.db.threads

@@ -6,7 +6,10 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 
 def migrations_dir() -> Path:
@@ -34,3 +37,26 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
+
+
+class SchemaBehind(RuntimeError):
+    """The database's schema is not the one this version of Slugline was written for."""
+
+
+def require_current(engine: Engine) -> None:
+    """Refuse to serve a database whose schema is not at this version's head: the code relies on what the newest
+    migrations add (on SQLite, the triggers that record every change of a link in the change feed; without them a
+    change would be saved but other workers' caches would never hear of it). A database that cannot be reached is
+    left alone here: requests answer 503 until it can be, as they do when it goes away later."""
+    heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+    try:
+        with engine.connect() as connection:
+            current = set(MigrationContext.configure(connection).get_current_heads())
+    except OperationalError:
+        return
+    if current != heads:
+        at = ", ".join(sorted(current)) or "none (an empty database)"
+        raise SchemaBehind(
+            f"the database schema is at revision {at}, and this version of Slugline needs {', '.join(sorted(heads))}: "
+            "run `slugline migrate` (`slugline serve` does it itself on the embedded SQLite database)"
+        )
