@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -10,6 +11,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
+
+logger = logging.getLogger(__name__)
 
 
 def migrations_dir() -> Path:
@@ -48,11 +51,18 @@ def require_current(engine: Engine) -> None:
     migrations add (on SQLite, the triggers that record every change of a link in the change feed; without them a
     change would be saved but other workers' caches would never hear of it). A database that cannot be reached is
     left alone here: requests answer 503 until it can be, as they do when it goes away later."""
-    heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+    script = ScriptDirectory.from_config(alembic_config())
+    heads = set(script.get_heads())
     try:
         with engine.connect() as connection:
             current = set(MigrationContext.configure(connection).get_current_heads())
     except OperationalError:
+        return
+    known = {revision.revision for revision in script.walk_revisions()}
+    if current - known:
+        # Migrated by a newer version: served, with a warning, so that a rolling upgrade's older instances keep
+        # running once the new version has migrated the database.
+        logger.warning("the database schema is at %s, newer than this version's %s", current, heads)
         return
     if current != heads:
         at = ", ".join(sorted(current)) or "none (an empty database)"
