@@ -11,6 +11,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
@@ -465,10 +466,8 @@ def _saved_versions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return told
 
 
-@SQLITE_ONLY
-def test_on_sqlite_a_loop_create_is_one_statement_and_still_prunes_the_feed(
-    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _traced(writer: LoopWriter) -> tuple[list[str], Callable[[], list[str]]]:
+    """The statements the loop writer's SQLite connection runs from now on, and a function naming their kinds."""
     conn = writer._connection()
     assert conn is not None
     traced: list[str] = []
@@ -478,10 +477,14 @@ def test_on_sqlite_a_loop_create_is_one_statement_and_still_prunes_the_feed(
             traced.append(sql)
 
     conn.set_trace_callback(trace)
+    return traced, lambda: [sql.split()[0] for sql in traced]
 
-    def sent() -> list[str]:
-        return [sql.split()[0] for sql in traced]
 
+@SQLITE_ONLY
+def test_on_sqlite_a_loop_create_is_one_statement_and_still_prunes_the_feed(
+    runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, sent = _traced(writer)
     told = _saved_versions(monkeypatch)
     version = _version(runtime)
     made = _make(runtime, caller, now, {"destination_url": "https://e.test/", "title": "one"})
@@ -506,19 +509,7 @@ def test_on_sqlite_an_update_writes_its_row_bump_and_feed_row_in_one_statement(
 ) -> None:
     link = links.create_link(runtime, caller, {"destination_url": "https://e.test/", "title": "one"})
     links.create_link(runtime, caller, {"destination_url": "https://e.test/", "slug": "taken-here"})
-    conn = writer._connection()
-    assert conn is not None
-    traced: list[str] = []
-
-    def trace(sql: str) -> None:  # a statement is traced again as each of its triggers starts
-        if not traced or traced[-1] != sql:
-            traced.append(sql)
-
-    conn.set_trace_callback(trace)
-
-    def sent() -> list[str]:
-        return [sql.split()[0] for sql in traced]
-
+    traced, sent = _traced(writer)
     told = _saved_versions(monkeypatch)
     version = _version(runtime)
     # Fields that need no stored row: one statement in autocommit.
