@@ -92,9 +92,8 @@ def send(client: TestClient, key: str, body: Any, content_type: str, accept: str
     return client.post("http://127.0.0.1/mcp", content=content, headers=headers)
 
 
-def both_ways(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch, answered: list[bool], key: str, case: tuple[Any, ...]
-) -> tuple[Any, Any]:
+def both_ways(client: TestClient, monkeypatch: pytest.MonkeyPatch, key: str, case: tuple[Any, ...]) -> tuple[Any, Any]:
+    """The answer to `case` through `exchange`, then through the SDK's transport alone."""
     body, content_type, accept, version = case[:4]
     fast = send(client, key, body, content_type, accept, version)
     with monkeypatch.context() as patched:
@@ -124,7 +123,7 @@ def test_each_request_gets_the_sdk_transports_answer(
     answered: list[bool],
     case: tuple[Any, str, str, str | None, bool, int],
 ) -> None:
-    fast, sdk = both_ways(client, monkeypatch, answered, alice.full, case)
+    fast, sdk = both_ways(client, monkeypatch, alice.full, case)
     assert answered == [case[4]]
     same(fast, sdk)
     assert fast.status_code == case[5], fast.text
@@ -139,7 +138,7 @@ def test_a_handlers_unmapped_exception_is_answered_as_the_sdk_answers_it(
 
     monkeypatch.setattr(MCPServer, "list_tools", broken)
     case = (call("tools/list"), JSON, BOTH, "2025-06-18", True, 200)
-    fast, sdk = both_ways(client, monkeypatch, answered, alice.full, case)
+    fast, sdk = both_ways(client, monkeypatch, alice.full, case)
     assert answered == [True]
     same(fast, sdk)
     assert fast.json()["error"] == {"code": 0, "message": "listing broke"}
@@ -171,7 +170,7 @@ def test_a_cancellation_a_handler_lets_out_is_answered_as_the_sdk_answers_it(
         raise asyncio.CancelledError  # as from awaiting a task something else cancelled
 
     monkeypatch.setattr(tools, "_me", stray)
-    fast, sdk = both_ways(client, monkeypatch, answered, alice.full, CASES[0])
+    fast, sdk = both_ways(client, monkeypatch, alice.full, CASES[0])
     assert answered == [True]
     same(fast, sdk)
     assert fast.json()["error"] == {"code": -32000, "message": "Connection closed"}
@@ -185,7 +184,7 @@ def test_an_answer_that_cannot_be_written_is_answered_as_the_sdk_answers_it(
         raise ValueError("cannot write this")
 
     monkeypatch.setattr(JSONRPCResponse, "model_dump_json", unwritable)
-    fast, sdk = both_ways(client, monkeypatch, answered, alice.full, CASES[0])
+    fast, sdk = both_ways(client, monkeypatch, alice.full, CASES[0])
     assert answered == [True]
     same(fast, sdk)
     assert fast.status_code == 500 and fast.json()["error"]["message"] == "Error handling POST request"
