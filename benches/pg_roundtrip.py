@@ -114,7 +114,7 @@ async def in_flight(url: str, callers: int, reads: int, piped: bool) -> tuple[fl
         async def caller(index: int, count: int) -> None:
             conn = conns[index % len(conns)]
             for _ in range(count):
-                await conn.rows(get.sql, get.named(key), as_text=True)
+                await conn.rows(get.sql, get.named(key), text_times=True)
 
         await asyncio.gather(*(caller(i, 20) for i in range(callers)))
         best = (float("inf"), float("inf"))
@@ -161,11 +161,11 @@ async def run(url: str, reads: int, callers: int) -> None:
         return isoformat(row[-2]), isoformat(row[-1])
 
     async def shown_from_text(wire: Wire) -> Any:
-        row = (await wire.rows(get.sql, get.named(key), as_text=True))[0]
+        row = (await wire.rows(get.sql, get.named(key), text_times=True))[0]
         return iso(row[-2]), iso(row[-1])
 
     async def a_page(wire: Wire) -> Any:
-        return await wire.rows(page.sql, page.named(page_binds), as_text=True)
+        return await wire.rows(page.sql, page.named(page_binds), text_times=True)
 
     plaintext = with_setting(url, sslmode="disable")
     rows: list[tuple[str, str, Read, str | None]] = [

@@ -423,8 +423,8 @@ class PgLoopReader:
                 pool.release(None)
 
     async def fetch(self, statement: Select[*tuple[Any, ...]], binds: dict[str, Any]) -> list[Any] | None:
-        """The statement's rows, or None when they cannot be had now (then read them on a thread). Timestamps and
-        JSON come as text, as SQLite's do (see `iso`, and `links.link_json` for hashtags)."""
+        """The statement's rows, or None when they cannot be had now (then read them on a thread). Timestamps come
+        as text, as SQLite's do (see `iso`)."""
         query = named(self.dialect, statement, frozenset(binds))
         if self.piped and binds.get("offset", 0) <= MAX_PIPED_OFFSET:
             return await self._fetch_piped(query.sql, query.named(binds))
@@ -433,7 +433,7 @@ class PgLoopReader:
             async with self.connection() as conn:
                 if conn is not None:
                     with within(READ_SECONDS):
-                        found = await conn.rows(query.sql, query.named(binds), as_text=True)
+                        found = await conn.rows(query.sql, query.named(binds), text_times=True)
         except (psycopg.Error, OSError, TimeoutError):
             pass
         if found is None:
@@ -448,7 +448,7 @@ class PgLoopReader:
             pipe = await self._pipe(pool)  # an opening is bounded by its own connect timeout
             if pipe is not None:
                 with within(READ_SECONDS):
-                    found = await pipe.rows(sql, values, as_text=True)
+                    found = await pipe.rows(sql, values, text_times=True)
         except TimeoutError:
             if pipe is not None:  # every read behind this one would wait for it as long: they take the thread path
                 pipe.close()

@@ -64,13 +64,13 @@ class _Outcome:
         self.error: psycopg.Error | None = None
 
 
-class _AsText:
-    """A connection's adapters, with timestamps and JSON loaded as the text the server sends."""
+class _TextTimes:
+    """A connection's adapters, with timestamps loaded as the text the server sends."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self.connection = conn
         self.adapters = AdaptersMap(conn.adapters)
-        for name in ("timestamptz", "timestamp", "json", "jsonb"):
+        for name in ("timestamptz", "timestamp"):
             self.adapters.register_loader(name, TextLoader)
 
 
@@ -86,7 +86,7 @@ class _OnLoop:
         self._loop = weakref.proxy(loop)
         self._fd = self.pgconn.socket
         self._tx = Transformer(conn)
-        self._tx_as_text = Transformer(_AsText(conn))
+        self._tx_text_times = Transformer(_TextTimes(conn))
         self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}  # confirmed by the server
         self._watched = True
         self._writing = False  # a writer registered with the loop until the socket drains
@@ -147,13 +147,11 @@ class Wire(_OnLoop):
         self._unwatch()
         self.pgconn.finish()
 
-    async def rows(self, sql: str, params: Mapping[str, Any], as_text: bool = False) -> list[tuple[Any, ...]]:
+    async def rows(self, sql: str, params: Mapping[str, Any], text_times: bool = False) -> list[tuple[Any, ...]]:
         """One statement (`%(name)s` placeholders), prepared on this connection the first time it is sent: its rows,
         or none for a statement that returns none. An error the server answered raises psycopg's exception for it.
-        With `as_text`, for callers that only show the values, timestamps come as the server's text in UTC
-        (`2024-05-01 12:00:00.5+00`) and JSON as its text (`["a","b"]`), as SQLite's driver gives both: a
-        `datetime` in the session's zone, then formatted, cost ~3 µs a value, and psycopg's JSON loader (Python's
-        `json.loads`) ~2 µs, where the links' JSON is written in Rust from the text (`links.links_json`)."""
+        With `text_times`, timestamps come as the server's text in UTC (`2024-05-01 12:00:00.5+00`), for callers
+        that only show them: a `datetime` in the session's zone, then formatted, cost ~3 µs a value."""
         converted = PostgresQuery(self._tx)
         converted.convert(sql, params)
         key = (converted.query, tuple(converted.types))
@@ -169,7 +167,7 @@ class Wire(_OnLoop):
             self.pgconn.send_query_params(converted.query, converted.params, converted.types, converted.formats, TEXT)
         else:
             self.pgconn.send_query_prepared(name, converted.params, converted.formats, TEXT)
-        return await self._results(name, self._tx_as_text if as_text else self._tx)
+        return await self._results(name, self._tx_text_times if text_times else self._tx)
 
     async def script(self, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Several statements sent as one (psycopg binds the values in the text, as its client-side cursors do): the
@@ -266,7 +264,7 @@ async def connect(url: str, connect_timeout: float, statement_timeout: float) ->
     a lock) on the server, on a connection already closed and no longer counted, and commit after its caller was told
     it failed."""
     given = conninfo_to_dict(url)
-    # In UTC and ISO form, so a timestamp read as text (`rows(..., as_text=True)`) is `2024-05-01 12:00:00.5+00`
+    # In UTC and ISO form, so a timestamp read as text (`rows(..., text_times=True)`) is `2024-05-01 12:00:00.5+00`
     # whatever the server's defaults (a PGTZ in the environment still wins: then it is parsed, not sliced).
     # Generic plans: every statement sent here is keyed by a primary key or an account's own index, whose plan
     # does not change with the values, and the server otherwise planned the page reads (a LATERAL join with
@@ -361,7 +359,7 @@ class Pipe(_OnLoop):
         finally:
             self.pgconn.finish()
 
-    async def rows(self, sql: str, params: Mapping[str, Any], as_text: bool = False) -> list[tuple[Any, ...]]:
+    async def rows(self, sql: str, params: Mapping[str, Any], text_times: bool = False) -> list[tuple[Any, ...]]:
         """As `Wire.rows`: one statement, prepared on this connection the first time it is sent, and its rows."""
         if not self.sound or self._waiting >= MAX_PIPED:
             raise Unsent("the connection is not fit for another statement")
@@ -372,7 +370,7 @@ class Pipe(_OnLoop):
         pgconn = self.pgconn
         loop = self._loop
         future: asyncio.Future[list[tuple[Any, ...]]] = loop.create_future()
-        piped = _Piped(future, self._tx_as_text if as_text else self._tx, loop.time())
+        piped = _Piped(future, self._tx_text_times if text_times else self._tx, loop.time())
         room = len(self._prepared) + len(self._preparing) < MAX_PREPARED
         try:
             if name is None and key not in self._preparing and room:

@@ -80,7 +80,7 @@ def test_an_error_the_server_answers_raises_and_leaves_the_connection_fit(databa
     assert run(database_url, scenario) == [(2,)]
 
 
-def test_timestamps_as_text_are_the_servers_iso_text_in_utc_whatever_the_urls_zone_and_style(database_url: str) -> None:
+def test_text_times_are_the_servers_iso_text_in_utc_whatever_the_urls_zone_and_style(database_url: str) -> None:
     """A loop read shows timestamps by slicing their text (`loopread.iso`), which needs them in UTC."""
     zone_and_style = "options=-cTimeZone%3DAsia/Kolkata%20-cDateStyle%3DGerman"
     elsewhere = database_url + ("&" if "?" in database_url else "?") + zone_and_style
@@ -88,26 +88,13 @@ def test_timestamps_as_text_are_the_servers_iso_text_in_utc_whatever_the_urls_zo
     binds = {"w": BINDS["w"], "whole": datetime(2024, 5, 1, 12, tzinfo=UTC)}
 
     async def scenario(wire: Wire) -> tuple[list[Any], list[Any]]:
-        return await wire.rows(moments, binds, as_text=True), await wire.rows(moments, binds)
+        return await wire.rows(moments, binds, text_times=True), await wire.rows(moments, binds)
 
     shown, loaded = run(elsewhere, scenario)
     assert shown == [("2024-05-01 12:00:00.123456+00", "2024-05-01 12:00:00+00", None, "2024-05-01 12:00:00.123456")]
     assert loaded[0][:2] == (BINDS["w"], binds["whole"])  # the same statement, prepared once, loads datetimes
     noon = "2024-05-01T12:00:00Z"
     assert [iso(value) for value in shown[0]] == [noon, noon, None, noon]
-
-
-def test_json_as_text_is_the_servers_text_and_loaded_otherwise(database_url: str) -> None:
-    """A loop read leaves JSON as text (the links' JSON is written in Rust from it); other reads load it."""
-    both = "SELECT %(tags)s::json, %(tags)s::jsonb, NULL::json"
-    binds = {"tags": '["rust", "été"]'}
-
-    async def scenario(wire: Wire) -> tuple[list[Any], list[Any]]:
-        return await wire.rows(both, binds, as_text=True), await wire.rows(both, binds)
-
-    shown, loaded = run(database_url, scenario)
-    assert shown == [('["rust", "été"]', '["rust", "été"]', None)]
-    assert loaded == [(["rust", "été"], ["rust", "été"], None)]
 
 
 def test_a_statement_cut_off_in_flight_leaves_the_connection_unfit(database_url: str) -> None:
