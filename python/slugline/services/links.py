@@ -453,15 +453,6 @@ def _matches(index: SearchIndex, caller: Caller, params: ListParams) -> tuple[in
     return len(ids), ids
 
 
-async def version_now(rt: Runtime, account_id: int) -> int | None:
-    """The account's links version read on the event loop, or None when the loop reader cannot answer."""
-    reader = rt.db.now
-    versions = await reader.fetch(_VERSION, {"account_id": account_id}) if reader is not None else None
-    if versions is None:
-        return None
-    return int(versions[0][0] or 0) if versions else 0
-
-
 async def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
     """`list_links` answered on the event loop when it can be: a page in creation order (the account's index, or
     with `q` the search index, gives it) and the total already at hand (remembered for the account's current links
