@@ -6,6 +6,7 @@ use crate::rollup::queue::{self, ClickArgs, ClickQueue, Cuts, Encoded, RawClick,
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 #[pyclass(name = "ClickQueue", module = "slugline._core", frozen)]
@@ -252,7 +253,7 @@ impl PyValueChunks {
         guard(|| {
             let batch = &self.encoded.get().inner.batch;
             let mut next = lock(&self.next);
-            let mut shared: HashMap<&str, Bound<'py, PyAny>> = HashMap::new();
+            let mut shared = Shared::default();
             let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(self.chunk * 8);
             let mut text = String::with_capacity(32);
             let mut seen = 0;
@@ -286,14 +287,38 @@ impl PyValueChunks {
     }
 }
 
-/// One Python string per distinct text of a batch.
-fn share<'a, 'py>(
-    py: Python<'py>,
-    shared: &mut HashMap<&'a str, Bound<'py, PyAny>>,
-    text: &'a str,
-) -> Bound<'py, PyAny> {
+/// One Python string per distinct text of a batch. The texts of a row are the batch's interned strings and
+/// `'static` class names, so equal texts are one allocation: they are told apart by address, which is cheaper to
+/// hash than their bytes (two equal texts at different addresses would merely get a string each).
+fn share<'py>(py: Python<'py>, shared: &mut Shared<'py>, text: &str) -> Bound<'py, PyAny> {
     shared
-        .entry(text)
+        .entry((text.as_ptr() as usize, text.len()))
         .or_insert_with(|| PyString::new(py, text).into_any())
         .clone()
+}
+
+type Shared<'py> = HashMap<(usize, usize), Bound<'py, PyAny>, BuildHasherDefault<AddressHasher>>;
+
+/// A multiplicative hash for addresses and lengths (not for anything a client chooses).
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
