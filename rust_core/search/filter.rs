@@ -8,6 +8,12 @@ use memchr::memmem::Finder;
 /// Remaining terms are checked link by link once fewer than 1/CHECK_EACH_BELOW of the links are candidates.
 const CHECK_EACH_BELOW: usize = 128;
 
+/// What checking a link's text for one term counts as in the budget, in postings read (a posting is 8 bytes): this
+/// many for the check itself (setting up a search costs ~70 ns however short the text), and one more per this many
+/// bytes read.
+const CHECK_POSTINGS: usize = 4;
+const TEXT_BYTES_PER_POSTING: usize = 8;
+
 impl SearchIndex {
     /// Ids of the links matching every term of `query` (see `matching::filter_terms`), in no particular order.
     pub fn filter(&self, query: &str, public_only: bool) -> Vec<&str> {
@@ -59,43 +65,49 @@ impl SearchIndex {
     }
 
     fn filter_slots(&self, query: &str, public_only: bool, budget: usize) -> Vec<u32> {
+        self.filter_counted(query, public_only, budget).0
+    }
+
+    /// `filter_slots`, and the postings it counted as read (text reads included).
+    fn filter_counted(&self, query: &str, public_only: bool, budget: usize) -> (Vec<u32>, usize) {
         let mut terms = filter_terms(query);
-        // Selective terms first, so later terms only check a few candidates.
+        // Selective terms first, so later terms only check a few candidates: hashtags, then the terms the
+        // vocabulary narrows (longest first), then those without a word, which only the text can tell.
         terms.sort_by_key(|t| match t {
             FilterTerm::Tag(_) => (0, 0),
-            FilterTerm::Substring(s) => (1, usize::MAX - s.len()),
+            FilterTerm::Substring(s) if longest_word(s).is_some() => (1, usize::MAX - s.len()),
+            FilterTerm::Substring(s) => (2, usize::MAX - s.len()),
         });
         let mut candidates: Option<Vec<u32>> = None;
+        let mut unchecked: Vec<&FilterTerm> = Vec::new(); // terms the candidates' text must still be checked for
         let mut examined = 0;
         for (i, term) in terms.iter().enumerate() {
             if examined >= budget {
                 break; // the rest are ignored, like terms past MAX_TERMS
             }
-            candidates = Some(match candidates {
-                // Few candidates left: check the remaining terms on each, normalizing its text once (which
-                // costs about what reading a few hundred postings does, hence "few").
-                Some(current) if current.len() * CHECK_EACH_BELOW < self.len() => {
-                    candidates = Some(self.check_each(&terms[i..], current));
+            match (&candidates, term) {
+                // Few candidates left: the remaining terms are checked on each.
+                (Some(current), _) if current.len() * CHECK_EACH_BELOW < self.len() => {
+                    unchecked.extend(&terms[i..]);
                     break;
                 }
-                current => {
+                (_, FilterTerm::Substring(text)) if longest_word(text).is_none() => unchecked.push(term),
+                _ => {
                     let (found, exact) = self.scan(term, public_only, &mut examined);
-                    let found = self.intersect(found, current);
-                    if exact {
-                        found
-                    } else {
-                        self.check_each(std::slice::from_ref(term), found)
+                    candidates = Some(self.intersect(found, candidates.take()));
+                    if !exact {
+                        unchecked.push(term);
                     }
                 }
-            });
+            }
         }
-
-        match candidates {
-            Some(slots) => slots,
-            None => (0..self.slots.len() as u32)
+        let candidates = candidates.unwrap_or_else(|| {
+            examined += self.slots.len();
+            (0..self.slots.len() as u32)
                 .filter(|&slot| self.visible(slot, public_only))
-                .collect(),
-        }
+                .collect()
+        });
+        self.check_text(&unchecked, candidates, examined, budget)
     }
 
     /// The links that may match `term`, and whether they all do (else their text must be checked); adds the
@@ -114,7 +126,8 @@ impl SearchIndex {
                 );
             }
             FilterTerm::Substring(text) => match longest_word(text) {
-                // No word character at all ("-", "/"): only the full text can tell.
+                // No word character at all ("-", "/"): only the full text can tell (`filter_slots` leaves such
+                // terms to the text check without asking here).
                 None => {
                     out.extend((0..self.slots.len() as u32).filter(|&slot| self.visible(slot, public_only)));
                     *examined += self.slots.len();
@@ -149,34 +162,46 @@ impl SearchIndex {
         found.into_iter().filter(|&slot| mark[slot as usize]).collect()
     }
 
-    /// The links of `current` matching every one of `terms`; a link's text is normalized once, when a
-    /// substring term first needs it.
-    fn check_each(&self, terms: &[FilterTerm], current: Vec<u32>) -> Vec<u32> {
-        let finders: Vec<Option<Finder<'_>>> = terms
-            .iter()
-            .map(|term| match term {
-                FilterTerm::Substring(text) => Some(Finder::new(text)),
-                FilterTerm::Tag(_) => None,
-            })
-            .collect();
-        let mut text = String::new();
-        current
-            .into_iter()
-            .filter(|&slot| {
-                let mut normalized = false;
-                terms.iter().zip(&finders).all(|(term, finder)| match (term, finder) {
-                    (FilterTerm::Tag(tag), _) => self.has_tag(slot, tag),
-                    (FilterTerm::Substring(_), Some(finder)) => {
-                        if !normalized {
-                            self.normalized_text(slot, &mut text);
-                            normalized = true;
+    /// The links of `current` matching every one of `terms`, one term at a time over the links still in. Checking
+    /// a link's text counts as reading postings (`CHECK_POSTINGS`, `TEXT_BYTES_PER_POSTING`): a term whose reads take
+    /// `examined` past `budget` is ignored (the links it had ruled out so far are kept), and so are the terms after
+    /// it, as for the index's own terms. Without that, sixteen terms over every link of an account with long notes
+    /// would read each note sixteen times.
+    fn check_text(
+        &self,
+        terms: &[&FilterTerm],
+        mut current: Vec<u32>,
+        mut examined: usize,
+        budget: usize,
+    ) -> (Vec<u32>, usize) {
+        let mut scratch = String::new();
+        for term in terms {
+            match term {
+                FilterTerm::Tag(tag) => {
+                    examined += current.len();
+                    current.retain(|&slot| self.has_tag(slot, tag));
+                }
+                FilterTerm::Substring(text) => {
+                    let finder = Finder::new(text);
+                    let mut kept = Vec::with_capacity(current.len());
+                    for &slot in &current {
+                        let haystack = self.text_of(slot, &mut scratch).as_bytes();
+                        let found = finder.find(haystack);
+                        let read = found.map_or(haystack.len(), |at| at + text.len());
+                        examined += CHECK_POSTINGS + read.div_ceil(TEXT_BYTES_PER_POSTING);
+                        if examined > budget {
+                            // This term and the rest are ignored: the links it had ruled out are kept.
+                            return (current, examined);
                         }
-                        finder.find(text.as_bytes()).is_some()
+                        if found.is_some() {
+                            kept.push(slot);
+                        }
                     }
-                    (FilterTerm::Substring(_), None) => false,
-                })
-            })
-            .collect()
+                    current = kept;
+                }
+            }
+        }
+        (current, examined)
     }
 }
 
@@ -254,6 +279,98 @@ mod tests {
         assert!(!index.remove("lnk_c"));
         assert!(!index.contains("lnk_c"));
         assert!(index.filter("rust", false).is_empty());
+    }
+
+    #[test]
+    fn terms_without_a_word_are_matched_in_the_text() {
+        let mut index = SearchIndex::new();
+        index.upsert("a", link("a", "well-known -- dashes", "https://x.example/", &[]), true);
+        index.upsert("b", link("b", "one-dash", "https://x.example/", &[]), true);
+        index.upsert("c", link("c", "none", "https://x.example/a.b", &[]), true);
+        assert_eq!(sorted(index.filter("-", false)), ["a", "b"]);
+        assert_eq!(sorted(index.filter("-- -", false)), ["a"]);
+        assert_eq!(sorted(index.filter("dash -", false)), ["a", "b"]);
+        assert_eq!(sorted(index.filter("one-dash --", false)), Vec::<String>::new());
+        assert_eq!(sorted(index.filter("/ .", false)), ["a", "b", "c"]);
+        assert_eq!(sorted(index.filter("// ///", false)), Vec::<String>::new());
+        assert_eq!(sorted(index.filter("known-", false)), Vec::<String>::new());
+        assert_eq!(sorted(index.filter("well-known", false)), ["a"]);
+    }
+
+    #[test]
+    fn reading_text_counts_against_the_budget() {
+        // Sixteen terms without a word, each found only at the end of a long note: accented (its normalized text
+        // kept by the index) and ASCII (lowercased when read).
+        for note in ["É ".repeat(2048), "Ab ".repeat(1365)] {
+            let mut index = SearchIndex::new();
+            for i in 0..1000 {
+                let mut doc = link(&format!("s{i}"), "notes", "https://x.example/", &[]);
+                doc.note = Some(note.clone() + &"-".repeat(16));
+                index.upsert(&format!("lnk_{i}"), doc, true);
+            }
+            index.upsert("lnk_plain", link("plain", "plain", "https://x.example/", &[]), true);
+            let query: Vec<String> = (1..=16).map(|n| "-".repeat(n)).collect();
+            let query = query.join(" ");
+            let mut scratch = String::new();
+            let text_bytes: usize = (0..index.slots.len() as u32)
+                .map(|slot| index.text_of(slot, &mut scratch).len())
+                .sum();
+            let longest = index.text_of(0, &mut scratch).len();
+            // With room for every read, the answer is exact, and each term read (nearly) every note.
+            let (exact, read) = index.filter_counted(&query, false, usize::MAX);
+            assert_eq!(exact.len(), 1000);
+            assert!(read >= 16 * 1000 * (longest - 32) / 8, "read {read}");
+            // Within a budget, the terms it cannot afford are ignored (the answer is wider), and little more is
+            // read.
+            for budget in [10_000, 100_000, 1_000_000] {
+                let (within, read) = index.filter_counted(&query, false, budget);
+                assert!(
+                    read <= budget + super::CHECK_POSTINGS + longest / 8 + 1,
+                    "read {read} of {budget}"
+                );
+                assert!(within.len() >= 1000);
+            }
+            let (first_term_only, _) = index.filter_counted(&query, false, text_bytes / 8 + 7000);
+            assert_eq!(
+                first_term_only.len(),
+                1000,
+                "the longest term, read once, left out the plain link"
+            );
+        }
+    }
+
+    #[test]
+    fn every_check_counts_however_short_its_read() {
+        let mut index = SearchIndex::new();
+        for i in 0..100 {
+            index.upsert(&format!("lnk_{i}"), link("a-b", "x", "https://x.example/", &[]), true);
+        }
+        // Both terms are found at once in each slug; listing the links read 100 postings.
+        let (found, read) = index.filter_counted("- a-", false, usize::MAX);
+        assert_eq!(found.len(), 100);
+        assert!(read >= 100 + 2 * 100 * super::CHECK_POSTINGS, "read {read}");
+    }
+
+    #[test]
+    fn ascii_text_is_lowercased_when_read_and_other_text_kept_normalized() {
+        let mut index = SearchIndex::new();
+        let mut upper = link("UP", "Title-CASE", "https://X.example/A-B", &["Tag-One"]);
+        upper.note = Some("Some NOTE--here".into());
+        index.upsert("a", upper, true);
+        index.upsert("b", link("b", "Crème-Brûlée", "https://x.example/", &["Été-x"]), true);
+        assert_eq!(sorted(index.filter("title-case", false)), ["a"]);
+        assert_eq!(sorted(index.filter("x.example/a-b", false)), ["a"]);
+        assert_eq!(sorted(index.filter("note--", false)), ["a"]);
+        assert_eq!(sorted(index.filter("tag-one", false)), ["a"]);
+        assert_eq!(sorted(index.filter("creme-brulee", false)), ["b"]);
+        assert_eq!(sorted(index.filter("CRÈME-brulee ete-x", false)), ["b"]);
+        assert_eq!(sorted(index.filter("-", false)), ["a", "b"]);
+        assert_eq!(sorted(index.filter("e-b", false)), ["b"]);
+        let mut scratch = String::new();
+        assert_eq!(
+            index.text_of(0, &mut scratch),
+            "up\ntitle-case\nhttps://x.example/a-b\n\nsome note--here\ntag-one\n"
+        );
     }
 
     #[test]
