@@ -5,7 +5,7 @@ Every function raises :class:`CoreError` (a ``ValueError``) for invalid input, a
 """
 
 from collections.abc import Iterator
-from typing import Any, Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, final, overload
 
 _KeyKind: TypeAlias = Literal["full", "public", "session"]
 _Device: TypeAlias = Literal["desktop", "mobile", "tablet", "bot", "other"]
@@ -163,8 +163,9 @@ class SearchIndex:
         with ``public=False``. Releases the GIL.
         """
 
+    @overload
     def search(
-        self, query: str, limit: int = 20, public_only: bool = False
+        self, query: str, limit: int = 20, public_only: bool = False, max_text: None = None
     ) -> tuple[int, list[tuple[str, float, dict[str, str]]]]:
         """Ranked search: ``(total matches, top `limit` hits as (id, score, highlights))``.
 
@@ -175,7 +176,14 @@ class SearchIndex:
         ``highlights`` maps each matching field (``slug``, ``title``, ``description``, ``note``,
         ``destination_url``, ``hashtags``) to an HTML-escaped snippet of the original text with matches in
         ``<mark>…</mark>``. A blank query returns ``(0, [])``. Releases the GIL.
+
+        With ``max_text``, None instead when highlighting the hits would read more than that many bytes of
+        ASCII text (text that is not all ASCII counts eight times): the caller then searches on a thread.
         """
+    @overload
+    def search(
+        self, query: str, limit: int = 20, public_only: bool = False, *, max_text: int
+    ) -> tuple[int, list[tuple[str, float, dict[str, str]]]] | None: ...
 
 # ---- clicks --------------------------------------------------------------------------------------
 

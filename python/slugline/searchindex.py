@@ -41,6 +41,10 @@ FLIGHT_LOCKS = 64
 # not serve anyone else. The thread path costs each query several times the CPU (a q over 10,000 links: ~850 req/s
 # against ~3,400 on the loop), so the line is drawn well above the accounts most teams have.
 LOOP_LINKS = 25_000
+# `/search` on the event loop highlights its hits there only up to this much text (bytes of ASCII; other text counts
+# eight times, see `SearchIndex.search`): 100 hits of long accented notes took the loop 100-140 ms. Past it, the
+# search runs on a thread with the GIL released, as for a large account.
+LOOP_HIGHLIGHT_TEXT = 64 * 1024
 
 
 def index_link(index: SearchIndex, link: Any) -> None:

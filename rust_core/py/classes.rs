@@ -115,16 +115,28 @@ impl PySearchIndex {
         Ok((total, PyList::new(py, ids)?))
     }
 
-    #[pyo3(signature = (query, limit = 20, public_only = false))]
+    /// `(total, hits)`; None when `max_text` is given and highlighting the hits would read more than that (see
+    /// `SearchIndex::search_bounded`).
+    #[pyo3(signature = (query, limit = 20, public_only = false, max_text = None))]
     fn search<'py>(
         &self,
         py: Python<'py>,
         query: &str,
         limit: i64,
         public_only: bool,
-    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        max_text: Option<i64>,
+    ) -> PyResult<Option<(usize, Bound<'py, PyList>)>> {
         let limit = non_negative(limit, "limit")?;
-        let (total, hits) = released(py, || read(&self.inner).search(query, limit, public_only))?;
+        let max_text = match max_text {
+            Some(max) => non_negative(max, "max_text")?,
+            None => usize::MAX,
+        };
+        let found = released(py, || {
+            read(&self.inner).search_bounded(query, limit, public_only, max_text)
+        })?;
+        let Some((total, hits)) = found else {
+            return Ok(None);
+        };
         let list = PyList::empty(py);
         for hit in hits {
             let highlights = PyDict::new(py);
@@ -133,7 +145,7 @@ impl PySearchIndex {
             }
             list.append((hit.id, hit.score, highlights))?;
         }
-        Ok((total, list))
+        Ok(Some((total, list)))
     }
 }
 

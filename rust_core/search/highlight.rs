@@ -2,7 +2,7 @@
 
 use super::index::Link;
 use super::matching::{Term, TermKind, FIELD_NAMES, HASHTAGS, URL};
-use super::normalize::{is_word_char, normalize, normalize_into};
+use super::normalize::{is_word_char, normalize, normalize_char};
 use std::ops::Range;
 
 const SNIPPET_CHARS: usize = 160;
@@ -33,7 +33,7 @@ impl Mapped {
         for (at, c) in original.char_indices() {
             let source = at..at + c.len_utf8();
             piece.clear();
-            normalize_into(c.encode_utf8(&mut [0; 4]), &mut piece);
+            normalize_char(c, &mut piece);
             if piece.is_empty() {
                 // A stripped combining mark belongs to the char before it.
                 if let Some((_, last)) = mapped.chars.last_mut() {

@@ -231,20 +231,34 @@ fn best_first<'a>(
 impl SearchIndex {
     /// `(number of matching links, the best `limit` hits)`, best first, ties by id. A blank query matches nothing.
     pub fn search(&self, query: &str, limit: usize, public_only: bool) -> (usize, Vec<Hit>) {
-        self.search_within(query, limit, public_only, MAX_EXAMINED)
+        self.search_within(query, limit, public_only, MAX_EXAMINED, usize::MAX)
+            .unwrap_or_default()
     }
 
-    /// `search`, taking no further terms once `budget` postings have been read.
+    /// `search`, or None when highlighting its hits would read more than `max_text` (see `Doc::highlight_cost`):
+    /// the caller then searches where a long wait holds up nobody else (a thread, with the GIL released).
+    pub fn search_bounded(
+        &self,
+        query: &str,
+        limit: usize,
+        public_only: bool,
+        max_text: usize,
+    ) -> Option<(usize, Vec<Hit>)> {
+        self.search_within(query, limit, public_only, MAX_EXAMINED, max_text)
+    }
+
+    /// `search_bounded`, taking no further terms once `budget` postings have been read.
     pub(super) fn search_within(
         &self,
         query: &str,
         limit: usize,
         public_only: bool,
         budget: usize,
-    ) -> (usize, Vec<Hit>) {
+        max_text: usize,
+    ) -> Option<(usize, Vec<Hit>)> {
         let mut terms = search_terms(query);
         if terms.is_empty() || terms.len() > usize::from(u16::MAX) {
-            return (0, Vec::new());
+            return Some((0, Vec::new()));
         }
         let mut lent = Lent {
             index: self,
@@ -260,14 +274,19 @@ impl SearchIndex {
             self.score_term(term, i, public_only, scores);
             scores.finish_term(i);
             if scores.matching.is_empty() {
-                return (0, Vec::new());
+                return Some((0, Vec::new()));
             }
         }
         let total = scores.matching.len();
         // Rounded before ranking, so float noise (1.0499999999999998 vs 1.05) neither shows nor reorders ties.
         let round = |score: f64| (score * 1e6).round() / 1e6;
         let score = |slot: u32| round(scores.total[slot as usize]);
-        let hits = best_first(&scores.matching, limit, score, |slot| self.id_of(slot))
+        let best = best_first(&scores.matching, limit, score, |slot| self.id_of(slot));
+        let cost: usize = best.iter().map(|&(_, slot)| self.highlight_cost(slot)).sum();
+        if cost > max_text {
+            return None;
+        }
+        let hits = best
             .into_iter()
             .filter_map(|(score, slot)| {
                 let doc = self.slots[slot as usize].as_ref()?;
@@ -278,7 +297,7 @@ impl SearchIndex {
                 })
             })
             .collect();
-        (total, hits)
+        Some((total, hits))
     }
 
     fn score_term(&self, term: &Term, term_index: usize, public_only: bool, scores: &mut Scores) {
@@ -327,9 +346,21 @@ mod tests {
                 true,
             );
         }
-        assert_eq!(index.search_within("common absent", 10, false, usize::MAX).0, 0);
+        assert_eq!(
+            index
+                .search_within("common absent", 10, false, usize::MAX, usize::MAX)
+                .unwrap()
+                .0,
+            0
+        );
         // "common" reads 100 postings, past a budget of 50: "absent" is not looked at.
-        assert_eq!(index.search_within("common absent", 10, false, 50).0, 100);
+        assert_eq!(
+            index
+                .search_within("common absent", 10, false, 50, usize::MAX)
+                .unwrap()
+                .0,
+            100
+        );
         assert_eq!(index.filter_within("common absent", false, usize::MAX).len(), 0);
         assert_eq!(index.filter_within("common absent", false, 50).len(), 100);
     }
@@ -351,6 +382,23 @@ mod tests {
             let wanted: Vec<&str> = ids.iter().take(limit).map(String::as_str).collect();
             assert_eq!(got, wanted, "limit {limit}");
         }
+    }
+
+    #[test]
+    fn a_bounded_search_declines_hits_with_too_much_text_to_highlight() {
+        let mut index = SearchIndex::new();
+        index.upsert("a", link("a", "needle", "https://x.example/", &[]), true);
+        let mut long = link("b", "needle", "https://x.example/", &[]);
+        long.note = Some("crème ".repeat(100));
+        index.upsert("b", long, true);
+        let ascii = "a".len() + "needle".len() + "https://x.example/".len();
+        let accented = 8 * ("b".len() + "needle".len() + "https://x.example/".len() + "crème ".repeat(100).len());
+        let all = index.search("needle", 10, false);
+        assert_eq!(all.0, 2);
+        assert_eq!(index.search_bounded("needle", 10, false, ascii + accented), Some(all));
+        assert_eq!(index.search_bounded("needle", 10, false, ascii + accented - 1), None);
+        // Only the hits returned count: the best one alone is within the bound.
+        assert!(index.search_bounded("needle", 1, false, accented).is_some());
     }
 
     #[test]
@@ -377,7 +425,7 @@ mod tests {
         for _ in 0..2 {
             for (query, answer) in queries.iter().zip(&answers) {
                 assert_eq!(&index.search(query, 7, false), answer, "{query}");
-                assert!(index.search_within(query, 7, false, 20).0 <= 60);
+                assert!(index.search_within(query, 7, false, 20, usize::MAX).unwrap().0 <= 60);
                 let kept = index.lend_scores();
                 assert!(kept.total.iter().all(|&t| t == 0.0), "{query}");
                 assert!(kept.matched.iter().all(|&m| m == 0) && kept.best.iter().all(|&b| b == 0.0));

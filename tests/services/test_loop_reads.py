@@ -127,6 +127,26 @@ def test_a_large_index_is_searched_on_a_thread(
     assert now(links.list_links_now(runtime, caller, ListParams())) is not None  # no search: no index, on the loop
 
 
+def test_hits_with_long_text_to_highlight_are_searched_on_a_thread(
+    client: TestClient, runtime: Runtime, alice: Account, now: Now
+) -> None:
+    caller = next(_callers(runtime, alice))
+    params = SearchParams(q="needle", limit=100)
+    for _ in range(3):
+        assert create(client, alice, title="needle short").status_code == 201
+    expected = search.search_links(runtime, caller, params.model_dump())  # loads the index
+    assert orjson.dumps(now(search.search_now(runtime, caller, params))) == orjson.dumps(expected)
+    # An accented note of the longest kind counts 8 x ~4.6 KB: one is highlighted on the loop, two are not.
+    note = ("Crème brûlée needle " * 205)[:4096]
+    assert create(client, alice, title="needle long", note=note).status_code == 201
+    assert now(search.search_now(runtime, caller, params)) is not None
+    assert create(client, alice, title="needle long", note=note).status_code == 201
+    assert now(search.search_now(runtime, caller, params)) is None
+    found = search.search_links(runtime, caller, params.model_dump())
+    assert (found["total"], len(found["hits"])) == (5, 5)
+    assert all("<mark>needle</mark>" in hit["highlights"]["title"] for hit in found["hits"])
+
+
 def test_a_search_index_behind_the_accounts_version_is_brought_up_on_a_thread(
     runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient, now: Now
 ) -> None:

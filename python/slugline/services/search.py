@@ -7,6 +7,7 @@ from typing import Any
 from slugline.caller import Caller
 from slugline.runtime import Runtime
 from slugline.schemas import SearchParams
+from slugline.searchindex import LOOP_HIGHLIGHT_TEXT
 from slugline.services import links
 from slugline.services.links import LinkRow, link_dict
 from slugline.services.validation import parse
@@ -15,12 +16,16 @@ from slugline.services.validation import parse
 async def search_now(rt: Runtime, caller: Caller, params: SearchParams) -> dict[str, Any] | None:
     """`search_links` answered on the event loop when the account's index is held at its current version and the
     hits can be read at once (see `slugline.loopread`): the hits are ranked first, then read with the version,
-    which must not be newer than the index's. None: call `search_links`."""
+    which must not be newer than the index's. None: call `search_links`, as when highlighting the hits would take
+    the loop more than a millisecond or two (`LOOP_HIGHLIGHT_TEXT`)."""
     reader, held = rt.db.now, rt.search.held(caller.account_id)
     if reader is None or held is None:
         return None
     index_version, index = held
-    total, hits = index.search(params.q, params.limit, caller.public_only)
+    found = index.search(params.q, params.limit, caller.public_only, max_text=LOOP_HIGHLIGHT_TEXT)
+    if found is None:  # long texts to highlight: a thread does it, with the GIL released
+        return None
+    total, hits = found
     read = links.by_ids(reader.dialect.name, caller, [link_id for link_id, _, _ in hits])
     got = await links.versioned_now(rt, caller.account_id, read)
     if got is None or got[0] > index_version:  # the index is behind: the thread path brings it up
