@@ -92,3 +92,9 @@ def test_authorize_names_why_a_document_was_refused(client: TestClient, make_acc
     )
     assert res.status_code == 400
     assert res.json()["error"] == "invalid_client" and "private" in res.json()["error_description"]
+
+
+@pytest.mark.parametrize("url", ["https://[::1/c.json", "https://[nonsense]/c.json"])
+async def test_a_client_id_that_does_not_parse_is_refused(runtime: Runtime, url: str) -> None:
+    with pytest.raises(documents.DocumentError, match="client_id is not a valid URL"):
+        await documents.resolve(runtime, url)

@@ -61,7 +61,10 @@ CACHE = DocumentCache()
 
 
 def _check_url(url: str) -> None:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket ("https://[::1/x"): the client_id is the caller's to choose
+        raise DocumentError("client_id is not a valid URL") from None
     if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/") or parts.fragment:
         raise DocumentError("client_id must be an https URL with a path and no fragment")
     if parts.username or parts.password or any(seg in (".", "..") for seg in parts.path.split("/")):

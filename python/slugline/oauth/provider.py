@@ -6,6 +6,7 @@ One provider per request: the issuer and the audience come from the request's ba
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import anyio.to_thread
@@ -46,6 +47,15 @@ def client_secret(rt: Runtime, client_id: str) -> str:
     return _core.keyed_hash(rt.secret, f"oauth-client-secret:{client_id}")
 
 
+def could_be_registered(client_id: str) -> bool:
+    """Whether `client_id` has the form of the ids registration hands out (the SDK's `str(uuid4())`). Anything else
+    is no client of ours, and is not sent to the database: PostgreSQL refuses a string with a NUL in it outright."""
+    try:
+        return str(uuid.UUID(client_id)) == client_id
+    except ValueError:
+        return False
+
+
 def _token(issued: Issued) -> OAuthToken:
     return OAuthToken(
         access_token=issued.access_token,
@@ -70,7 +80,7 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         return await anyio.to_thread.run_sync(self._registered, client_id)
 
     def _registered(self, client_id: str) -> OAuthClientInformationFull | None:
-        if len(client_id) > 64:
+        if not could_be_registered(client_id):
             return None
         with self.rt.db.session() as session:
             row = session.scalar(select(OAuthClient).where(OAuthClient.client_id == client_id))
