@@ -53,6 +53,7 @@ async def test_a_document_registers_its_client_once(runtime: Runtime, monkeypatc
             "no client",
         ),
         ({"client_id": URL, "redirect_uris": "nope"}, "not valid"),
+        ({"client_id": URL, "redirect_uris": [REDIRECT], "client_name": "n" * 256}, "client_name: at most 255"),
     ],
 )
 async def test_unusable_documents(

@@ -18,9 +18,11 @@ from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
 from slugline import fetcher
+from slugline.bounds import MAX_CLIENT_METADATA
+from slugline.oauth import metadata
 from slugline.runtime import Runtime
 
-MAX_DOCUMENT = 16 << 10  # bytes of one document (the draft expects a few hundred)
+MAX_DOCUMENT = MAX_CLIENT_METADATA  # bytes of one document (the draft expects a few hundred)
 CACHE_BUDGET = 1 << 20  # bytes of documents cached per worker
 CACHE_SECONDS = 300.0
 TIMEOUT = 5.0
@@ -86,6 +88,8 @@ async def resolve(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = No
         raise DocumentError("the client metadata document's client_id is not its own URL")
     if client.token_endpoint_auth_method not in (None, "none") or not client.redirect_uris:
         raise DocumentError("the client metadata document must list redirect_uris and use no client secret")
+    if (problem := metadata.problem(client)) is not None:
+        raise DocumentError(f"the client metadata document is not valid: {problem}")
     client.token_endpoint_auth_method = "none"
     CACHE.put(url, len(body), client)
     return client

@@ -17,6 +17,7 @@ from mcp.server.auth.provider import (
     AuthorizeError,
     OAuthAuthorizationServerProvider,
     RefreshToken,
+    RegistrationError,
     TokenError,
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -25,7 +26,7 @@ from sqlalchemy import select
 
 from slugline import _core
 from slugline.clock import as_utc, utcnow
-from slugline.oauth import documents, grants, pending
+from slugline.oauth import documents, grants, metadata, pending
 from slugline.oauth.models import OAuthClient
 from slugline.oauth.tokens import (
     ACCESS_PREFIX,
@@ -92,6 +93,8 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         return OAuthClientInformationFull.model_validate({**data, "client_id": client_id})
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        if (problem := metadata.problem(client_info)) is not None:
+            raise RegistrationError("invalid_client_metadata", problem)
         if client_info.client_secret is not None:
             client_info.client_secret = client_secret(self.rt, client_info.client_id or "")
         data = client_info.model_dump(mode="json", exclude={"client_id", "client_secret"}, exclude_none=True)
