@@ -1,7 +1,8 @@
 """The OAuth endpoints against what a caller may send them: client_ids no client could have (a URL that does not
 parse, a NUL that PostgreSQL refuses in any string) are refused with an RFC 6749 error, never a 500; bodies are
-bounded as the REST API's are, and only of the media type the RFC names; registration metadata has bounds; and
-every endpoint, /oauth/authorize included, draws from the caller's IP bucket."""
+bounded as the REST API's are, and only of the media type the RFC names; registration metadata has bounds; every
+endpoint, /oauth/authorize included, draws from the caller's IP bucket; and a new Client ID Metadata Document is
+fetched on the IP's budget of anonymous fetches, whichever endpoint names it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline.bounds import MAX_CLIENT_LIST, MAX_REDIRECT_URIS, MAX_TITLE, MAX_URL
+from slugline.oauth import documents
+from slugline.runtime import Runtime
 from slugline.web.request import MAX_BODY
 from tests.helpers import SQLITE_ONLY, ClientFactory
 
@@ -29,7 +32,8 @@ def test_an_unparsable_client_id_url_is_a_400(client: TestClient) -> None:
     assert res.status_code == 400 and res.json()["error"] == "invalid_client"
     token = {"grant_type": "authorization_code", "code": "x", "client_id": UNPARSABLE, "code_verifier": "x"}
     res = client.post("/oauth/token", data={**token, "redirect_uri": "http://a/"})
-    assert res.status_code in (400, 401) and res.json()["error"] == "invalid_client"
+    assert res.status_code == 400
+    assert res.json() == {"error": "invalid_client", "error_description": "client_id is not a valid URL"}
 
 
 @pytest.mark.parametrize("client_id", ["a\x00b", "0" * 65, "{12345678-1234-5678-1234-567812345678}"])
@@ -125,3 +129,34 @@ def test_every_oauth_endpoint_draws_from_the_ips_bucket(make_client: ClientFacto
         assert refused.status_code == 429 and refused.json()["error"] == "slow_down"
         assert int(refused.headers["retry-after"]) >= 1
     assert tc.get("/oauth/authorize", params=query).status_code == 429
+
+
+@SQLITE_ONLY  # the buckets live in memory: the store plays no part
+def test_client_id_documents_are_fetched_on_the_ips_budget(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tc, _ = make_client(rate_limit_analyze_anonymous=3, rate_limit_anonymous=100)
+    fetched: list[str] = []
+
+    async def download(rt: Runtime, url: str, ssl_context: object = None) -> bytes:
+        fetched.append(url)
+        raise documents.DocumentError("the client metadata document could not be fetched: unreachable")
+
+    monkeypatch.setattr(documents, "download", download)
+    query = {"response_type": "code", "code_challenge": CHALLENGE}
+    for n in range(2):
+        res = tc.get("/oauth/authorize", params={**query, "client_id": f"https://host-{n}.example/c.json"})
+        assert res.status_code == 400 and "unreachable" in res.json()["error_description"]
+    token = {"grant_type": "refresh_token", "refresh_token": "x", "client_id": "https://host-2.example/c.json"}
+    assert tc.post("/oauth/token", data=token).status_code == 400  # the IP's third fetch
+    assert len(fetched) == 3
+    for refused in (
+        tc.get("/oauth/authorize", params={**query, "client_id": "https://host-3.example/c.json"}),
+        tc.post("/oauth/token", data={**token, "client_id": "https://host-4.example/c.json"}),
+        tc.post("/oauth/revoke", data={"token": "x", "client_id": "https://host-5.example/c.json"}),
+    ):
+        assert refused.status_code == 429 and refused.json()["error"] == "slow_down"
+        assert "too many client metadata documents" in refused.json()["error_description"]
+        assert int(refused.headers["retry-after"]) >= 1
+    assert len(fetched) == 3  # no lookup past the budget
+    assert tc.get("/api/v1/analyze", params={"url": "http://127.0.0.1:9/"}).status_code == 429  # one budget

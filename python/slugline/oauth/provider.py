@@ -1,7 +1,8 @@
 """The SDK's authorization-server provider protocol over our storage: the SDK's handlers parse and check the OAuth
 requests (PKCE S256, exact redirect URIs, code expiry, client authentication); this answers what they ask.
 
-One provider per request: the issuer and the audience come from the request's base URL (or SLUGLINE_PUBLIC_URL).
+One provider per request: the issuer and the audience come from the request's base URL (or SLUGLINE_PUBLIC_URL), and
+a Client ID Metadata Document is fetched on the budget of the request's client address.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sqlalchemy import select
 
 from slugline import _core
 from slugline.clock import as_utc, utcnow
+from slugline.errors import RateLimited
 from slugline.oauth import documents, grants, metadata, pending
 from slugline.oauth.models import OAuthClient
 from slugline.oauth.tokens import (
@@ -68,14 +70,14 @@ def _token(issued: Issued) -> OAuthToken:
 
 
 class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
-    def __init__(self, rt: Runtime, base: str) -> None:
-        self.rt, self.base = rt, base.rstrip("/")
+    def __init__(self, rt: Runtime, base: str, ip: str) -> None:
+        self.rt, self.base, self.ip = rt, base.rstrip("/"), ip
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if documents.is_document_url(client_id):
             try:
-                client = await documents.resolve(self.rt, client_id)
-            except documents.DocumentError:
+                client = await documents.resolve(self.rt, client_id, self.ip)
+            except (documents.DocumentError, RateLimited):
                 return None
             return client.model_copy(update={"scope": client.scope or ALL_SCOPES})
         return await anyio.to_thread.run_sync(self._registered, client_id)

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from slugline.errors import ServiceError
+from slugline.errors import RateLimited, ServiceError
 from slugline.oauth import documents
 from slugline.oauth.provider import Provider
 from slugline.oauth.tokens import SCOPES, mcp_resource
@@ -88,7 +88,7 @@ async def authorization_server(request: Request) -> Response:
 
 
 def _provider(request: Request) -> Provider:
-    return Provider(_runtime(request), _base(request))
+    return Provider(_runtime(request), _base(request), client_ip(request.scope))
 
 
 def _error(status: int, code: str, description: str, headers: dict[str, str] | None = None) -> Response:
@@ -130,15 +130,26 @@ async def authorize(request: Request) -> Response:
         if isinstance(read, Response):
             return read
         request = read
+    if (refused := await _document_refused(request)) is not None:
+        return refused
+    return await AuthorizationHandler(_provider(request)).handle(request)
+
+
+async def _document_refused(request: Request) -> Response | None:
+    """Why the request's client_id, a Client ID Metadata Document's URL, cannot be used, as the answer: the SDK would
+    only say the client is unknown, also when the caller's IP has spent its fetches (429 here). None otherwise; the
+    document is cached then, for the SDK's own lookup."""
     params = await request.form() if request.method == "POST" else request.query_params
     client_id = params.get("client_id")
-    if isinstance(client_id, str) and documents.is_document_url(client_id):
-        # The SDK would only say "not found": say why a Client ID Metadata Document was refused.
-        try:
-            await documents.resolve(_runtime(request), client_id)
-        except documents.DocumentError as exc:
-            return _error(400, "invalid_client", str(exc))
-    return await AuthorizationHandler(_provider(request)).handle(request)
+    if not (isinstance(client_id, str) and documents.is_document_url(client_id)):
+        return None
+    try:
+        await documents.resolve(_runtime(request), client_id, client_ip(request.scope))
+    except documents.DocumentError as exc:
+        return _error(400, "invalid_client", str(exc))
+    except RateLimited as exc:
+        return _error(429, "slow_down", exc.message, exc.headers)
+    return None
 
 
 def _limited(handler: Callable[[Provider], Handler], media_type: str) -> Handler:
@@ -148,6 +159,8 @@ def _limited(handler: Callable[[Provider], Handler], media_type: str) -> Handler
         read = await _read(request, media_type)
         if isinstance(read, Response):
             return read
+        if media_type == FORM and (refused := await _document_refused(read)) is not None:
+            return refused
         return await handler(_provider(read))(read)
 
     return endpoint

@@ -99,10 +99,17 @@ async def check_register(rt: Runtime, ip: str) -> None:
         raise RateLimited("too many password checks from this address", decision.retry_after)
 
 
-async def check_anonymous_analyze(rt: Runtime, ip: str) -> None:
-    decision = await rt.limiter.hit(f"analyze:{ip_key(ip)}", rt.settings.rate_limit_analyze_anonymous)
+async def check_anonymous_fetch(rt: Runtime, ip: str, message: str) -> None:
+    """A fetch of a URL an anonymous caller chose (`/analyze` without a key, an OAuth Client ID Metadata Document):
+    each costs a DNS lookup and up to 5 s of a stranger's server, whichever endpoint asks, so they share one budget
+    per IP. RateLimited with `message` past it."""
+    decision = await rt.limiter.hit(f"fetches:{ip_key(ip)}", rt.settings.rate_limit_analyze_anonymous)
     if not decision.allowed:
-        raise RateLimited("anonymous /analyze is limited", decision.retry_after)
+        raise RateLimited(message, decision.retry_after)
+
+
+async def check_anonymous_analyze(rt: Runtime, ip: str) -> None:
+    await check_anonymous_fetch(rt, ip, "anonymous /analyze is limited")
 
 
 async def unlock_attempt(rt: Runtime, ip: str, link_id: str) -> Decision:
