@@ -50,15 +50,20 @@ def _parse_ip_key(ip: str) -> str:
 _ip_key = functools.lru_cache(maxsize=4096)(_parse_ip_key)  # parsing an address took 2.5% of a `GET /me`
 
 
-def api_buckets(settings: Settings, caller: Caller | None, digest: str | None, ip: str) -> list[Bucket]:
+def api_buckets(settings: Settings, caller: Caller | None, ip: str) -> list[Bucket]:
     """Every /api and /mcp call. An API key of a developer or pro account draws from its own bucket at its plan's
     rate. Anyone else draws from their IP's anonymous bucket; a session token or a free-plan key also from its own
-    bucket (at the anonymous rate), so a token never lifts a caller out of its IP's limit."""
+    bucket (at the anonymous rate), so a token never lifts a caller out of its IP's limit.
+
+    "Its own bucket" is the account's for the token's scope, not the token's: an account holds one key per scope,
+    and a key replaced (POST /api-key) is the same key to the limit, or replacing it once a second would give a
+    fresh budget every time. An OAuth access token acts as the key of its grant's scope, so every token of every
+    grant of the account, refreshed or not, draws from that key's bucket: a refresh never gives a fresh budget."""
     anonymous = (f"ip:{ip_key(ip)}", settings.rate_limit_anonymous)
-    if caller is None or digest is None:
+    if caller is None:
         return [anonymous]
     rate = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}
-    own = (f"key:{digest[:32]}", rate.get(caller.plan, settings.rate_limit_anonymous))
+    own = (f"account:{caller.account_id}:{caller.scope}", rate.get(caller.plan, settings.rate_limit_anonymous))
     if caller.scope == "session" or caller.plan not in KEYED_PLANS:
         return [anonymous, own]
     return [own]
