@@ -1,5 +1,5 @@
-"""A request body (JSON, or a password form) must arrive within `body_timeout_seconds` once the headers are in;
-a client that sends it slowly, or not at all, gets 408 instead of holding a connection and a worker."""
+"""A request body (JSON, a password form, an OAuth request) must arrive within `body_timeout_seconds` once the
+headers are in; a client that sends it slowly, or not at all, gets 408 instead of holding a connection and a worker."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
+import pytest
 from starlette.testclient import TestClient
 
 from slugline.runtime import Runtime
@@ -99,4 +100,22 @@ def test_a_dashboard_form_that_never_arrives_is_408(make_client: ClientFactory) 
     tc, _ = make_client(body_timeout_seconds=DEADLINE)
     status, body, took = _stalled_call(tc, "/app/login", [(b"content-type", b"application/x-www-form-urlencoded")])
     assert status == 408 and body == b'{"error":"the request body did not arrive within 0.3 s"}'
+    assert took < DEADLINE + 2
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize(
+    ("path", "ctype"),
+    [
+        ("/oauth/register", b"application/json"),
+        ("/oauth/token", b"application/x-www-form-urlencoded"),
+        ("/oauth/revoke", b"application/x-www-form-urlencoded"),
+        ("/oauth/authorize", b"application/x-www-form-urlencoded"),
+    ],
+)
+def test_an_oauth_body_that_never_arrives_is_408(make_client: ClientFactory, path: str, ctype: bytes) -> None:
+    tc, _ = make_client(body_timeout_seconds=DEADLINE)
+    status, body, took = _stalled_call(tc, path, [(b"content-type", ctype)])
+    assert status == 408
+    assert body == b'{"error":"invalid_request","error_description":"the request body did not arrive within 0.3 s"}'
     assert took < DEADLINE + 2

@@ -18,6 +18,12 @@ MIN_USERNAME, MAX_USERNAME = 3, 32
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024  # argon2 would take any length; this only bounds the work one request can ask for
 
+# OAuth clients' metadata (Dynamic Client Registration, which is stored, and Client ID Metadata Documents): real
+# ones are a few hundred bytes, with a name, a redirect URI or two and a handful of short lists.
+MAX_CLIENT_METADATA = 16 << 10  # bytes of one client's metadata as JSON
+MAX_REDIRECT_URIS = 10
+MAX_CLIENT_LIST = 10  # entries of each other list (contacts, grant_types, response_types)
+
 # Queries
 MAX_QUERY = 512
 MAX_PER = 100

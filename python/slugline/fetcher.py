@@ -140,16 +140,20 @@ def _parse_url(url: str) -> _Target:
     return _Target(url, scheme, host, port, path, host_header)
 
 
-async def _checked_addresses(target: _Target, opts: _Options) -> list[IPAddress]:
+async def checked_addresses(
+    target: _Target, allow_networks: Sequence[IPNetwork], ports: Collection[int]
+) -> list[IPAddress]:
+    """The addresses of `target`'s host, each checked (public, or in `allow_networks`) with its port (one of `ports`):
+    UnsafeURLError for the first that is not. Connect to these and no others."""
     literal = _literal_ip(target.host)
     addrs = [literal] if literal is not None else await _resolve(target.host, target.port)
     if not addrs:
         raise socket.gaierror("no addresses")
     for addr in addrs:
-        check_address(addr, opts.allow_networks)
+        check_address(addr, allow_networks)
         # Networks allowed outright (loopback, for tests) are trusted on any port.
-        if target.port not in opts.ports and not any(addr in net for net in opts.allow_networks):
-            allowed = ", ".join(str(p) for p in sorted(opts.ports))
+        if target.port not in ports and not any(addr in net for net in allow_networks):
+            allowed = ", ".join(str(p) for p in sorted(ports))
             raise UnsafeURLError(f"url port {target.port} is not allowed (allowed ports: {allowed})")
     return addrs
 
@@ -278,7 +282,7 @@ class _Options(NamedTuple):
 
 
 async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
-    addrs = await _checked_addresses(target, opts)
+    addrs = await checked_addresses(target, opts.allow_networks, opts.ports)
     for hop in range(opts.max_redirects + 1):
         status, headers, body = await _get(target, addrs, opts)
         meta.final_url, meta.status, meta.content_type = target.url, status, headers.get("content-type")
@@ -298,7 +302,7 @@ async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
             return
         try:
             target = _parse_url(next_url)
-            addrs = await _checked_addresses(target, opts)
+            addrs = await checked_addresses(target, opts.allow_networks, opts.ports)
         except UnsafeURLError as exc:
             raise UnsafeURLError(f"url redirects to a refused location: {exc}") from None
         meta.redirects.append(target.url)

@@ -35,7 +35,8 @@ class Settings(BaseSettings):
     rate_limit_developer: int = Field(default=600, ge=1)
     rate_limit_pro: int = Field(default=3000, ge=1)
     rate_limit_anonymous: int = Field(default=60, ge=1)
-    rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous /analyze per IP")
+    # URLs fetched for anonymous callers, per IP: /analyze without a key and OAuth Client ID Metadata Documents.
+    rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous fetches per IP")
     rate_limit_login: int = Field(default=10, ge=1, description="login attempts per minute per IP and username")
     rate_limit_unlock: int = Field(default=10, ge=1, description="password-link attempts per minute per IP and link")
     rate_limit_register: int = Field(default=5, ge=1, description="registrations per hour per IP")

@@ -53,6 +53,20 @@ def test_paid_keys_keep_their_own_bucket(make_client: ClientFactory) -> None:
 
 
 @SQLITE_ONLY  # the buckets live in memory: the store plays no part
+def test_a_replaced_key_keeps_its_bucket(make_client: ClientFactory) -> None:
+    tc, rt = make_client(rate_limit_developer=3, rate_limit_anonymous=100)  # one call back every 20 s
+    made = accounts.register(rt, {"username": "replacer", "password": "long enough"}, plan="developer")
+    session = {"Authorization": f"Bearer {made['token']}"}
+    codes = []
+    for _ in range(2):  # a new key every other call: each replaces the last, and none brings a fresh budget
+        key = tc.post("/api/v1/api-key", json={"scope": "full"}, headers=session).json()["key"]
+        codes += [tc.get(ME, headers={"Authorization": f"Bearer {key}"}).status_code for _ in range(2)]
+    assert codes == [200, 200, 200, 429]
+    public = tc.post("/api/v1/api-key", json={"scope": "public"}, headers=session).json()["key"]
+    assert tc.get(ME, headers={"Authorization": f"Bearer {public}"}).status_code == 200  # the other scope's own
+
+
+@SQLITE_ONLY  # the buckets live in memory: the store plays no part
 def test_headers_show_the_tighter_bucket(make_client: ClientFactory) -> None:
     tc, rt = make_client(rate_limit_anonymous=5)
     first, second = _session(rt, "one"), _session(rt, "two")

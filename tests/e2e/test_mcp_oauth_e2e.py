@@ -66,6 +66,33 @@ async def test_refresh_rotates_and_disconnect_revokes_at_once(start_server: Serv
         assert "Hand-made client" not in (await person.http.get("/app/settings")).text
 
 
+async def test_refreshing_never_gives_a_fresh_budget(start_server: ServerFactory) -> None:
+    """The review's case: five tokens of one grant (a code and four refreshes) each reported 599 -> 597, so one IP
+    could make 36,000 MCP calls a minute. Now each refresh retires the token before it, and every token of the
+    account's grants draws from the bucket of its key of that scope."""
+    server = start_server(SLUGLINE_RATE_LIMIT_DEVELOPER="12")  # one call back every 5 s
+    keys = make_account(server, "rory")
+    async with Person(server, "rory") as person, httpx.AsyncClient(base_url=server.url) as http:
+        flow = await by_hand(server, person)
+        tokens = (await http.post("/oauth/token", data=flow.token_form())).json()
+        remaining = []
+        for _ in range(4):
+            for _ in range(3):
+                answer = await mcp_post(http, tokens["access_token"])
+                assert answer.status_code == 200, answer.text
+                remaining.append(int(answer.headers["ratelimit-remaining"]))
+            old = tokens["access_token"]
+            tokens = (await http.post("/oauth/token", data=flow.refresh_form(tokens["refresh_token"]))).json()
+            assert (await mcp_post(http, old)).status_code == 401  # rotated out by the refresh
+        assert remaining == sorted(remaining, reverse=True) and remaining[-1] <= 2  # one budget, draining
+        for token in (tokens["access_token"], keys.full):  # the refreshed token, and the full key: both spent
+            for _ in range(3):
+                answer = await mcp_post(http, token)
+                if answer.status_code == 429:
+                    break
+            assert answer.status_code == 429 and int(answer.headers["retry-after"]) >= 1
+
+
 async def test_discovery_documents_and_the_401_that_points_at_them(start_server: ServerFactory) -> None:
     server = start_server()
     async with httpx.AsyncClient(base_url=server.url) as http:
@@ -122,7 +149,8 @@ async def test_refusals(start_server: ServerFactory) -> None:
             assert 'error="invalid_token"' in res.headers["www-authenticate"]
         allowed = await mcp_post(http, tokens["access_token"])
         assert allowed.status_code == 200 and allowed.headers["ratelimit-limit"] == "600"  # the developer rate
-        assert allowed.headers["ratelimit-remaining"] == "599"  # a bucket of its own: the first call with this token
+        # The account's full-access bucket, its full key's: drawn from once a while ago, and 10 a second come back.
+        assert allowed.headers["ratelimit-remaining"] == "599"
         assert (await mcp_post(http, keys.full)).status_code == 200  # static keys work as before
 
         # A rotated refresh token presented again is refused, and the replay revokes the grant.

@@ -1,5 +1,6 @@
-"""A grant's expired OAuth tokens are deleted when it is given new ones, so the table does not keep every token a
-long-lived client was ever issued; live tokens, and other grants' tokens, stay."""
+"""A grant's expired OAuth tokens, and its earlier access token, are deleted when it is given new ones, so the table
+does not keep every token a long-lived client was ever issued; its live refresh tokens, and other grants' tokens,
+stay."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def tokens_of(rt: Runtime, grant_id: int) -> int:
         return int(session.scalar(select(func.count()).where(OAuthToken.grant_id == grant_id)) or 0)
 
 
-def test_issuing_deletes_the_grants_expired_tokens_only(runtime: Runtime) -> None:
+def test_issuing_deletes_the_grants_expired_and_rotated_tokens_only(runtime: Runtime) -> None:
     accounts.register(runtime, {"username": "oauthprune", "password": "long-enough-pw"})
     with runtime.db.session() as session:
         account_id = session.scalar(select(Account.id).where(Account.username == "oauthprune"))
@@ -52,7 +53,7 @@ def test_issuing_deletes_the_grants_expired_tokens_only(runtime: Runtime) -> Non
         grant = session.get(OAuthGrant, mine)
         assert grant is not None
         issue(runtime, session, grant, RESOURCE)
-        issue(runtime, session, grant, RESOURCE)  # a second refresh: the first's pair is still live
+        issue(runtime, session, grant, RESOURCE)  # a second refresh: the first's refresh token is still live
         session.commit()
-    assert tokens_of(runtime, mine) == 4
+    assert tokens_of(runtime, mine) == 3  # the first's access token was rotated out by the second
     assert tokens_of(runtime, other) == 2  # another grant's tokens wait for its own next issue

@@ -21,7 +21,7 @@ from slugline.oauth import grants, pending
 from slugline.oauth.provider import Provider
 from slugline.oauth.tokens import SCOPES
 from slugline.services import accounts
-from slugline.web.request import request_base
+from slugline.web.request import client_ip, request_base
 
 router = APIRouter(include_in_schema=False)
 EXPIRED = "this authorization request has expired or was changed: start connecting again from the app"
@@ -37,9 +37,10 @@ def _caller(who: Visitor) -> Caller:
     return caller
 
 
-async def _request(who: Visitor, signed: str, base: str) -> tuple[pending.Pending, OAuthClientInformationFull]:
+async def _request(who: Visitor, signed: str, request: Request) -> tuple[pending.Pending, OAuthClientInformationFull]:
     found = pending.verify(who.rt, signed)
-    client = None if found is None else await Provider(who.rt, base).get_client(found.client_id)
+    provider = Provider(who.rt, request_base(request.scope, who.rt), client_ip(request.scope))
+    client = None if found is None else await provider.get_client(found.client_id)
     if found is None or client is None:
         raise PageError(400, EXPIRED)
     return found, client
@@ -56,7 +57,7 @@ async def consent_page(request: Request) -> Response:
         return redirect(f"/app/login?next={quote(request.url.path + '?' + request.url.query, safe='')}")
     _caller(who)
     signed = request.query_params.get("request", "")
-    found, client = await _request(who, signed, request_base(request.scope, who.rt))
+    found, client = await _request(who, signed, request)
     response = render(
         request,
         who,
@@ -81,7 +82,7 @@ async def consent(request: Request) -> Response:
     check_csrf(who, form)
     caller = _caller(who)
     base = request_base(request.scope, who.rt).rstrip("/")
-    found, client = await _request(who, form.get("request", ""), base)
+    found, client = await _request(who, form.get("request", ""), request)
     if form.get("decision") != "allow":
         target = construct_redirect_uri(found.redirect_uri, error="access_denied", state=found.state, iss=base)
         return RedirectResponse(target, 303, {"Cache-Control": "no-store"})

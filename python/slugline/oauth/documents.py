@@ -1,7 +1,9 @@
 """Client ID Metadata Documents: a client whose `client_id` is an https URL publishes its registration there, and
-this server fetches it — through the fetcher's address checks (no private, loopback or metadata address; the
-connection goes to the address that was checked), with no redirects, a small byte cap and a short, byte-budgeted
-cache, so a client_id can neither aim the server inward nor make it hold much memory.
+this server fetches it — through the fetcher's address and port checks (no private, loopback or metadata address,
+only `SLUGLINE_FETCH_PORTS`; the connection goes to the address that was checked), with no redirects, a small byte
+cap and a short, byte-budgeted cache, so a client_id can neither aim the server inward nor make it hold much memory.
+Anyone may send any client_id, so each fetch counts against the caller's IP's budget of anonymous fetches, the one
+`/analyze` draws from: a stream of new client_ids cannot turn the server into a DNS and HTTPS client for hire.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
 from slugline import fetcher
+from slugline.bounds import MAX_CLIENT_METADATA
+from slugline.oauth import metadata
 from slugline.runtime import Runtime
+from slugline.services import limits
 
-MAX_DOCUMENT = 16 << 10  # bytes of one document (the draft expects a few hundred)
+MAX_DOCUMENT = MAX_CLIENT_METADATA  # bytes of one document (the draft expects a few hundred)
 CACHE_BUDGET = 1 << 20  # bytes of documents cached per worker
 CACHE_SECONDS = 300.0
 TIMEOUT = 5.0
@@ -61,18 +66,25 @@ CACHE = DocumentCache()
 
 
 def _check_url(url: str) -> None:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket ("https://[::1/x"): the client_id is the caller's to choose
+        raise DocumentError("client_id is not a valid URL") from None
     if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/") or parts.fragment:
         raise DocumentError("client_id must be an https URL with a path and no fragment")
     if parts.username or parts.password or any(seg in (".", "..") for seg in parts.path.split("/")):
         raise DocumentError("client_id must not carry credentials or dot segments")
 
 
-async def resolve(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = None) -> OAuthClientInformationFull:
-    """The client registered by the document at `url` (cached); DocumentError when it cannot be used."""
+async def resolve(
+    rt: Runtime, url: str, ip: str, ssl_context: ssl.SSLContext | None = None
+) -> OAuthClientInformationFull:
+    """The client registered by the document at `url` (cached), for a caller at `ip`; DocumentError when it cannot be
+    used, RateLimited (before any lookup) when that IP has spent its anonymous fetches."""
     if (cached := CACHE.get(url)) is not None:
         return cached
     _check_url(url)
+    await limits.check_anonymous_fetch(rt, ip, "too many client metadata documents fetched for this address")
     body = await download(rt, url, ssl_context)
     try:
         data = orjson.loads(body)
@@ -83,20 +95,20 @@ async def resolve(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = No
         raise DocumentError("the client metadata document's client_id is not its own URL")
     if client.token_endpoint_auth_method not in (None, "none") or not client.redirect_uris:
         raise DocumentError("the client metadata document must list redirect_uris and use no client secret")
+    if (problem := metadata.problem(client)) is not None:
+        raise DocumentError(f"the client metadata document is not valid: {problem}")
     client.token_endpoint_auth_method = "none"
     CACHE.put(url, len(body), client)
     return client
 
 
 async def download(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = None) -> bytes:
-    """GET `url` from a checked address, at most MAX_DOCUMENT bytes of JSON, no redirects."""
+    """GET `url` from a checked address and port, at most MAX_DOCUMENT bytes of JSON, no redirects."""
     try:
         target = fetcher._parse_url(url)
-        literal = fetcher._literal_ip(target.host)
         async with asyncio.timeout(TIMEOUT):
-            addrs = [literal] if literal is not None else await fetcher._resolve(target.host, target.port)
-            for addr in addrs:
-                fetcher.check_address(addr, rt.fetch_networks())
+            ports = rt.settings.fetch_port_set()
+            addrs = await fetcher.checked_addresses(target, rt.fetch_networks(), ports)
             return await _get(target, addrs, ssl_context)
     except fetcher.UnsafeURLError as exc:
         raise DocumentError(f"client_id refused: {exc}") from None

@@ -1,11 +1,13 @@
 """The SDK's authorization-server provider protocol over our storage: the SDK's handlers parse and check the OAuth
 requests (PKCE S256, exact redirect URIs, code expiry, client authentication); this answers what they ask.
 
-One provider per request: the issuer and the audience come from the request's base URL (or SLUGLINE_PUBLIC_URL).
+One provider per request: the issuer and the audience come from the request's base URL (or SLUGLINE_PUBLIC_URL), and
+a Client ID Metadata Document is fetched on the budget of the request's client address.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import anyio.to_thread
@@ -16,6 +18,7 @@ from mcp.server.auth.provider import (
     AuthorizeError,
     OAuthAuthorizationServerProvider,
     RefreshToken,
+    RegistrationError,
     TokenError,
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -24,7 +27,8 @@ from sqlalchemy import select
 
 from slugline import _core
 from slugline.clock import as_utc, utcnow
-from slugline.oauth import documents, grants, pending
+from slugline.errors import RateLimited
+from slugline.oauth import documents, grants, metadata, pending
 from slugline.oauth.models import OAuthClient
 from slugline.oauth.tokens import (
     ACCESS_PREFIX,
@@ -46,6 +50,15 @@ def client_secret(rt: Runtime, client_id: str) -> str:
     return _core.keyed_hash(rt.secret, f"oauth-client-secret:{client_id}")
 
 
+def could_be_registered(client_id: str) -> bool:
+    """Whether `client_id` has the form of the ids registration hands out (the SDK's `str(uuid4())`). Anything else
+    is no client of ours, and is not sent to the database: PostgreSQL refuses a string with a NUL in it outright."""
+    try:
+        return str(uuid.UUID(client_id)) == client_id
+    except ValueError:
+        return False
+
+
 def _token(issued: Issued) -> OAuthToken:
     return OAuthToken(
         access_token=issued.access_token,
@@ -57,20 +70,20 @@ def _token(issued: Issued) -> OAuthToken:
 
 
 class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
-    def __init__(self, rt: Runtime, base: str) -> None:
-        self.rt, self.base = rt, base.rstrip("/")
+    def __init__(self, rt: Runtime, base: str, ip: str) -> None:
+        self.rt, self.base, self.ip = rt, base.rstrip("/"), ip
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if documents.is_document_url(client_id):
             try:
-                client = await documents.resolve(self.rt, client_id)
-            except documents.DocumentError:
+                client = await documents.resolve(self.rt, client_id, self.ip)
+            except (documents.DocumentError, RateLimited):
                 return None
             return client.model_copy(update={"scope": client.scope or ALL_SCOPES})
         return await anyio.to_thread.run_sync(self._registered, client_id)
 
     def _registered(self, client_id: str) -> OAuthClientInformationFull | None:
-        if len(client_id) > 64:
+        if not could_be_registered(client_id):
             return None
         with self.rt.db.session() as session:
             row = session.scalar(select(OAuthClient).where(OAuthClient.client_id == client_id))
@@ -82,6 +95,8 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         return OAuthClientInformationFull.model_validate({**data, "client_id": client_id})
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        if (problem := metadata.problem(client_info)) is not None:
+            raise RegistrationError("invalid_client_metadata", problem)
         if client_info.client_secret is not None:
             client_info.client_secret = client_secret(self.rt, client_info.client_id or "")
         data = client_info.model_dump(mode="json", exclude={"client_id", "client_secret"}, exclude_none=True)

@@ -1,8 +1,9 @@
 """The OAuth endpoints: discovery metadata (RFC 9728, RFC 8414), and the SDK's handlers for registration (RFC 7591),
 authorization, token and revocation (RFC 7009), each given a provider for the request's base URL.
 
-Errors here follow RFC 6749 (`{"error": "<code>", "error_description": "..."}`), which OAuth clients parse; the
-endpoints clients call without a person (register, token, revoke) draw from the caller's anonymous IP bucket.
+Errors here follow RFC 6749 (`{"error": "<code>", "error_description": "..."}`), which OAuth clients parse. Every
+endpoint here is anonymous: each draws from the caller's `oauth:` IP bucket, at the anonymous rate, and a body is read
+before the SDK sees it, as the REST API and /mcp read theirs (see `_read`).
 """
 
 from __future__ import annotations
@@ -21,17 +22,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from slugline.errors import RateLimited, ServiceError
 from slugline.oauth import documents
 from slugline.oauth.provider import Provider
 from slugline.oauth.tokens import SCOPES, mcp_resource
 from slugline.runtime import Runtime
 from slugline.services.limits import ip_key
-from slugline.web.request import client_ip, request_base
+from slugline.web.request import client_ip, read_body, replay, request_base
 
 PRM_PATH = "/.well-known/oauth-protected-resource"
 AS_PATH = "/.well-known/oauth-authorization-server"
 REGISTRATION = ClientRegistrationOptions(enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES))
 NO_STORE = {"Cache-Control": "no-store"}
+FORM, JSON_BODY = "application/x-www-form-urlencoded", "application/json"  # what RFC 6749 and RFC 7591 send
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -85,28 +88,80 @@ async def authorization_server(request: Request) -> Response:
 
 
 def _provider(request: Request) -> Provider:
-    return Provider(_runtime(request), _base(request))
+    return Provider(_runtime(request), _base(request), client_ip(request.scope))
+
+
+def _error(status: int, code: str, description: str, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"error": code, "error_description": description}, status, {**NO_STORE, **(headers or {})})
+
+
+async def _over_limit(request: Request) -> Response | None:
+    """The 429 once the caller's IP has spent its `oauth:` bucket, else None (the request counted)."""
+    rt = _runtime(request)
+    decision = await rt.limiter.hit(f"oauth:{ip_key(client_ip(request.scope))}", rt.settings.rate_limit_anonymous)
+    if decision.allowed:
+        return None
+    message = f"too many requests: retry in {decision.retry_after} s"
+    return _error(429, "slow_down", message, {"Retry-After": str(decision.retry_after)})
+
+
+async def _read(request: Request, media_type: str) -> Request | Response:
+    """The request with its body read already, for an SDK handler, or the error that refused it: the one media type
+    the RFC names (a multipart form would have its files spilled to disk by Starlette's parser), at most `MAX_BODY`
+    bytes and all of it within `body_timeout_seconds` (413 and 408, the REST API's and /mcp's bounds). The SDK's
+    handlers read the body with no bound at all."""
+    ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if ctype != media_type:
+        return _error(400, "invalid_request", f"the request body must be sent as {media_type}")
+    try:
+        body = await read_body(request.scope, request.receive, _runtime(request).settings.body_timeout_seconds)
+    except ServiceError as exc:
+        return _error(exc.status, "invalid_request", exc.message)
+    if body is None:  # the client left before sending it all: the answer goes nowhere
+        return _error(400, "invalid_request", "the request body was not sent in full")
+    return Request(request.scope, replay(body, request.receive))
 
 
 async def authorize(request: Request) -> Response:
-    client_id = request.query_params.get("client_id", "")
-    if request.method == "GET" and documents.is_document_url(client_id):
-        # The SDK would only say "not found": say why a Client ID Metadata Document was refused.
-        try:
-            await documents.resolve(_runtime(request), client_id)
-        except documents.DocumentError as exc:
-            return JSONResponse({"error": "invalid_client", "error_description": str(exc)}, 400, NO_STORE)
+    if (refused := await _over_limit(request)) is not None:
+        return refused
+    if request.method == "POST":
+        read = await _read(request, FORM)
+        if isinstance(read, Response):
+            return read
+        request = read
+    if (refused := await _document_refused(request)) is not None:
+        return refused
     return await AuthorizationHandler(_provider(request)).handle(request)
 
 
-def _limited(handler: Callable[[Provider], Handler]) -> Handler:
+async def _document_refused(request: Request) -> Response | None:
+    """Why the request's client_id, a Client ID Metadata Document's URL, cannot be used, as the answer: the SDK would
+    only say the client is unknown, also when the caller's IP has spent its fetches (429 here). None otherwise; the
+    document is cached then, for the SDK's own lookup."""
+    params = await request.form() if request.method == "POST" else request.query_params
+    client_id = params.get("client_id")
+    if not (isinstance(client_id, str) and documents.is_document_url(client_id)):
+        return None
+    try:
+        await documents.resolve(_runtime(request), client_id, client_ip(request.scope))
+    except documents.DocumentError as exc:
+        return _error(400, "invalid_client", str(exc))
+    except RateLimited as exc:
+        return _error(429, "slow_down", exc.message, exc.headers)
+    return None
+
+
+def _limited(handler: Callable[[Provider], Handler], media_type: str) -> Handler:
     async def endpoint(request: Request) -> Response:
-        rt = _runtime(request)
-        decision = await rt.limiter.hit(f"oauth:{ip_key(client_ip(request.scope))}", rt.settings.rate_limit_anonymous)
-        if not decision.allowed:
-            body = {"error": "slow_down", "error_description": f"too many requests: retry in {decision.retry_after} s"}
-            return JSONResponse(body, 429, {**NO_STORE, "Retry-After": str(decision.retry_after)})
-        return await handler(_provider(request))(request)
+        if (refused := await _over_limit(request)) is not None:
+            return refused
+        read = await _read(request, media_type)
+        if isinstance(read, Response):
+            return read
+        if media_type == FORM and (refused := await _document_refused(read)) is not None:
+            return refused
+        return await handler(_provider(read))(read)
 
     return endpoint
 
@@ -125,10 +180,10 @@ def _revoke(p: Provider) -> Handler:
 
 def routes() -> list[Route]:
     """Every OAuth route; the consent page is the dashboard-side half (`oauth.consent`)."""
-    posted: list[tuple[str, Callable[[Provider], Handler]]] = [
-        ("/oauth/token", _token),
-        ("/oauth/register", _register),
-        ("/oauth/revoke", _revoke),
+    posted: list[tuple[str, Callable[[Provider], Handler], str]] = [
+        ("/oauth/token", _token, FORM),
+        ("/oauth/register", _register, JSON_BODY),
+        ("/oauth/revoke", _revoke, FORM),
     ]
     found: list[Route] = [
         Route(path, cors_middleware(handler, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])
@@ -140,8 +195,8 @@ def routes() -> list[Route]:
     ]
     found.append(Route("/oauth/authorize", authorize, methods=["GET", "POST"]))
     found.extend(
-        Route(path, cors_middleware(_limited(make), ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
-        for path, make in posted
+        Route(path, cors_middleware(_limited(make, media_type), ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
+        for path, make, media_type in posted
     )
     return found
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
 from slugline import _core
@@ -61,11 +61,16 @@ class Issued:
 
 
 def issue(rt: Runtime, session: Session, grant: OAuthGrant, resource: str) -> Issued:
-    """A new access token and refresh token for the grant. The grant's expired tokens go first (codes, access and
-    refresh tokens, and spent ones, which are kept until then to catch a replay): a client refreshing for months
-    would otherwise leave every token it was ever given in the table."""
+    """A new access token and refresh token for the grant, which rotate both (as the SDK's provider protocol asks):
+    the grant's earlier access token goes, so a refresh leaves one live access token where it used to add one more
+    for an hour. Its expired tokens go too (codes, refresh tokens, and spent ones, which are kept until then to catch
+    a replay): a client refreshing for months would otherwise leave every token it was ever given in the table."""
     now = utcnow()
-    session.execute(delete(OAuthToken).where(OAuthToken.grant_id == grant.id, OAuthToken.expires_at <= now))
+    session.execute(
+        delete(OAuthToken).where(
+            OAuthToken.grant_id == grant.id, or_(OAuthToken.expires_at <= now, OAuthToken.kind == "access")
+        )
+    )
     access, refresh = new_token(ACCESS_PREFIX), new_token(REFRESH_PREFIX)
     for token, kind, ttl in ((access, "access", ACCESS_TTL), (refresh, "refresh", REFRESH_TTL)):
         session.add(

@@ -50,15 +50,20 @@ def _parse_ip_key(ip: str) -> str:
 _ip_key = functools.lru_cache(maxsize=4096)(_parse_ip_key)  # parsing an address took 2.5% of a `GET /me`
 
 
-def api_buckets(settings: Settings, caller: Caller | None, digest: str | None, ip: str) -> list[Bucket]:
+def api_buckets(settings: Settings, caller: Caller | None, ip: str) -> list[Bucket]:
     """Every /api and /mcp call. An API key of a developer or pro account draws from its own bucket at its plan's
     rate. Anyone else draws from their IP's anonymous bucket; a session token or a free-plan key also from its own
-    bucket (at the anonymous rate), so a token never lifts a caller out of its IP's limit."""
+    bucket (at the anonymous rate), so a token never lifts a caller out of its IP's limit.
+
+    "Its own bucket" is the account's for the token's scope, not the token's: an account holds one key per scope,
+    and a key replaced (POST /api-key) is the same key to the limit, or replacing it once a second would give a
+    fresh budget every time. An OAuth access token acts as the key of its grant's scope, so every token of every
+    grant of the account, refreshed or not, draws from that key's bucket: a refresh never gives a fresh budget."""
     anonymous = (f"ip:{ip_key(ip)}", settings.rate_limit_anonymous)
-    if caller is None or digest is None:
+    if caller is None:
         return [anonymous]
     rate = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}
-    own = (f"key:{digest[:32]}", rate.get(caller.plan, settings.rate_limit_anonymous))
+    own = (f"account:{caller.account_id}:{caller.scope}", rate.get(caller.plan, settings.rate_limit_anonymous))
     if caller.scope == "session" or caller.plan not in KEYED_PLANS:
         return [anonymous, own]
     return [own]
@@ -99,10 +104,17 @@ async def check_register(rt: Runtime, ip: str) -> None:
         raise RateLimited("too many password checks from this address", decision.retry_after)
 
 
-async def check_anonymous_analyze(rt: Runtime, ip: str) -> None:
-    decision = await rt.limiter.hit(f"analyze:{ip_key(ip)}", rt.settings.rate_limit_analyze_anonymous)
+async def check_anonymous_fetch(rt: Runtime, ip: str, message: str) -> None:
+    """A fetch of a URL an anonymous caller chose (`/analyze` without a key, an OAuth Client ID Metadata Document):
+    each costs a DNS lookup and up to 5 s of a stranger's server, whichever endpoint asks, so they share one budget
+    per IP. RateLimited with `message` past it."""
+    decision = await rt.limiter.hit(f"fetches:{ip_key(ip)}", rt.settings.rate_limit_analyze_anonymous)
     if not decision.allowed:
-        raise RateLimited("anonymous /analyze is limited", decision.retry_after)
+        raise RateLimited(message, decision.retry_after)
+
+
+async def check_anonymous_analyze(rt: Runtime, ip: str) -> None:
+    await check_anonymous_fetch(rt, ip, "anonymous /analyze is limited")
 
 
 async def unlock_attempt(rt: Runtime, ip: str, link_id: str) -> Decision:

@@ -27,7 +27,7 @@ REST_REFUSES_OAUTH = "OAuth access tokens are for the MCP endpoint (/mcp) only: 
 class Identity:
     caller: Caller | None  # None: no token, or one that failed
     failure: Unauthorized | None  # why a token that was sent is refused
-    digest: str | None = None  # keyed hash of a well-formed token, to name its rate-limit bucket
+    digest: str | None = None  # keyed hash of a well-formed key or session token: the session a logout revokes
 
     def require(self) -> Caller:
         """The caller, or the 401 for a missing or invalid token."""
@@ -115,10 +115,9 @@ def _resolve(rt: Runtime, scope: Scope) -> Identity:
 
 def _resolve_oauth(rt: Runtime, scope: Scope, token: str) -> Identity:
     """An OAuth access token is bound to this server's /mcp (its audience); the REST API takes API keys only."""
-    digest = tokens.digest(rt, token) if tokens.well_formed(token, tokens.ACCESS_PREFIX) else None
     if scope.get("path", "").rstrip("/") != "/mcp":
-        return Identity(None, Unauthorized(REST_REFUSES_OAUTH), digest)
+        return Identity(None, Unauthorized(REST_REFUSES_OAUTH))
     try:
-        return Identity(tokens.authenticate(rt, token, request_base(scope, rt)), None, digest)
+        return Identity(tokens.authenticate(rt, token, request_base(scope, rt)), None)
     except Unauthorized as exc:
-        return Identity(None, exc, digest)
+        return Identity(None, exc)

@@ -37,7 +37,7 @@ class RateLimitMiddleware:
         if path not in UNLIMITED_PATHS:
             rt: Runtime = scope["app"].state.runtime
             identity = await identify(rt, scope)
-            buckets = limits.api_buckets(rt.settings, identity.caller, identity.digest, client_ip(scope))
+            buckets = limits.api_buckets(rt.settings, identity.caller, client_ip(scope))
             decision = await self._hit(rt, buckets)
             extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
             if not decision.allowed:
