@@ -7,6 +7,7 @@ A caller's IP names its anonymous bucket; IPv6 callers are bucketed by their /64
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from ipaddress import IPv6Network, ip_address
@@ -73,13 +74,25 @@ def tightest(decisions: list[Decision]) -> Decision:
     return min(decisions, key=lambda d: (d.remaining, -d.reset))
 
 
-async def _password_hashes(rt: Runtime, ip: str) -> Decision:
-    """argon2 is the most expensive thing an anonymous caller can ask for: bound it per IP, whichever form asks."""
-    return await rt.limiter.hit(f"argon2:{ip_key(ip)}", rt.settings.rate_limit_password_hashes)
+async def _password_hashes(rt: Runtime, ip: str, cost: int = 1) -> Decision:
+    """argon2 is the most expensive thing an anonymous caller can ask for: bound it per IP, whichever form asks.
+    With `cost=0`, whether one hash is left, spending nothing: refused when none is."""
+    per_minute = rt.settings.rate_limit_password_hashes
+    decision = await rt.limiter.hit(f"argon2:{ip_key(ip)}", per_minute, cost)
+    if cost == 0 and decision.remaining < 1:  # the next token is at most one interval away
+        return Decision(False, per_minute, 0, decision.reset, max(1, math.ceil(60 / per_minute)))
+    return decision
 
 
 async def check_login(rt: Runtime, ip: str, username: str) -> None:
-    """Attempts per IP and username, checked before the password, so guessing is slow whatever the answer."""
+    """Attempts per IP and username, checked before the password, so guessing is slow whatever the answer.
+
+    The IP's password-hash budget is looked at first, without spending it: once it is spent, an attempt makes no
+    bucket for its username. Otherwise every made-up name would leave a bucket behind, and the in-process limiter's
+    table would fill with them (see `MemoryRateLimiter`)."""
+    decision = await _password_hashes(rt, ip, cost=0)
+    if not decision.allowed:
+        raise RateLimited("too many password checks from this address", decision.retry_after)
     name = username.lower()[:LOGIN_NAME_CHARS]
     decision = await rt.limiter.hit(f"login:{ip_key(ip)}:{name}", rt.settings.rate_limit_login)
     if not decision.allowed:
@@ -106,7 +119,11 @@ async def check_anonymous_analyze(rt: Runtime, ip: str) -> None:
 
 
 async def unlock_attempt(rt: Runtime, ip: str, link_id: str) -> Decision:
-    """Password attempts on a protected link, per IP and link, and within the IP's argon2 budget."""
+    """Password attempts on a protected link, per IP and link, and within the IP's argon2 budget (looked at first,
+    as for logins: a spent budget makes no bucket per link)."""
+    decision = await _password_hashes(rt, ip, cost=0)
+    if not decision.allowed:
+        return decision
     decision = await rt.limiter.hit(f"unlock:{ip_key(ip)}:{link_id}", rt.settings.rate_limit_unlock)
     if not decision.allowed:
         return decision
