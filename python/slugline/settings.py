@@ -17,6 +17,7 @@ PLAN_RANK: dict[str, int] = {"free": 0, "developer": 1, "pro": 2}
 # benches/test_click_path.py): traffic spread over 1,000 links costs ~14 us of CPU a click written 1,000 to a commit
 # (every row its own index page), 4.8 us 10,000 to a commit. Clicks still reach the database within a second.
 CLICK_FLUSH_MAX = 10_000
+MIN_DB_THREADS = 2  # a worker's database threads: one account's queries never hold the last one
 MIN_SECRET_BYTES = 32  # HMAC-SHA256 keys and cookie signatures are only as strong as the secret behind them
 
 
@@ -58,9 +59,11 @@ class Settings(BaseSettings):
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     click_flush_max: int = Field(default=CLICK_FLUSH_MAX, ge=1, le=CLICK_FLUSH_MAX)
     # PostgreSQL connections per worker: the pool, and how many more may be opened at a peak.
-    db_pool_size: int = Field(default=20, ge=1)
+    db_pool_size: int = Field(default=20, ge=MIN_DB_THREADS)
     db_max_overflow: int = Field(default=10, ge=0)
-    db_threads: int | None = Field(default=None, ge=1)  # default: 4 on SQLite, db_pool_size on PostgreSQL
+    # Default: 4 on SQLite, db_pool_size on PostgreSQL. At least two (so is the pool): an account's queries may hold
+    # all but one of them (`limits.query_cap`), and with one thread that would be all of them.
+    db_threads: int | None = Field(default=None, ge=MIN_DB_THREADS)
 
     def sqlite_path(self) -> Path | None:
         """The database file when the store is SQLite, else None."""

@@ -52,9 +52,10 @@ _ip_key = functools.lru_cache(maxsize=4096)(_parse_ip_key)  # parsing an address
 
 
 def api_buckets(settings: Settings, caller: Caller | None, digest: str | None, ip: str) -> list[Bucket]:
-    """Every /api and /mcp call. An API key of a developer or pro account draws from its own bucket at its plan's
-    rate. Anyone else draws from their IP's anonymous bucket; a session token or a free-plan key also from its own
-    bucket (at the anonymous rate), so a token never lifts a caller out of its IP's limit."""
+    """Every /api and /mcp call, and every dashboard page (its session cookie is a session token). An API key of a
+    developer or pro account draws from its own bucket at its plan's rate. Anyone else draws from their IP's
+    anonymous bucket; a session token or a free-plan key also from its own bucket (at the anonymous rate), so a token
+    never lifts a caller out of its IP's limit."""
     anonymous = (f"ip:{ip_key(ip)}", settings.rate_limit_anonymous)
     if caller is None or digest is None:
         return [anonymous]
@@ -63,6 +64,16 @@ def api_buckets(settings: Settings, caller: Caller | None, digest: str | None, i
     if caller.scope == "session" or caller.plan not in KEYED_PLANS:
         return [anonymous, own]
     return [own]
+
+
+async def draw(rt: Runtime, buckets: list[Bucket]) -> Decision:
+    """Draw from each bucket in turn; the first refusal stops there, so a refused call costs no more tokens."""
+    decisions = []
+    for bucket, per_minute in buckets:
+        decisions.append(await rt.limiter.hit(bucket, per_minute))
+        if not decisions[-1].allowed:
+            break
+    return tightest(decisions)
 
 
 def tightest(decisions: list[Decision]) -> Decision:
@@ -146,12 +157,19 @@ async def fetching(rt: Runtime, account_id: int) -> AsyncIterator[None]:
         yield
 
 
+def query_cap(rt: Runtime) -> int:
+    """Expensive queries one account may run at once in this worker: `query_concurrency`, and never as many as the
+    worker has database threads (at least two, see `Settings.db_threads`), so one account's searches always leave a
+    thread for every other request (another account's list, /health), whatever the pool's size."""
+    return max(1, min(rt.settings.query_concurrency, rt.db.threads - 1))
+
+
 @asynccontextmanager
 async def querying(rt: Runtime, account_id: int, q: object) -> AsyncIterator[None]:
-    """A slot for an expensive query (a search, or a list filtered with `q`): at most `query_concurrency` per account
-    and worker; a query without terms is cheap and takes none."""
+    """A slot for an expensive query (a search, or a list filtered with `q`, from the API, MCP or the dashboard): at
+    most `query_cap` per account and worker; a query without terms is cheap and takes none."""
     if not (isinstance(q, str) and q.strip()):
         yield
         return
-    async with _capped(rt, f"query:{account_id}", rt.settings.query_concurrency, "searches"):
+    async with _capped(rt, f"query:{account_id}", query_cap(rt), "searches"):
         yield

@@ -1,5 +1,6 @@
 """Token-bucket limits on every API and MCP call, applied as a raw ASGI middleware so that every response under
-/api and /mcp carries the RateLimit-* headers, errors included. The rules are `services.limits`.
+/api and /mcp carries the RateLimit-* headers, errors included. The rules are `services.limits`; the dashboard's
+pages draw from the same buckets (`dashboard.session.visitor`).
 
 Every response it wraps also gets `Cache-Control: no-store` (unless the app chose its own): API answers carry one
 account's data, which no shared cache may keep.
@@ -12,7 +13,6 @@ from typing import Any
 import orjson
 from starlette.types import Scope
 
-from slugline.ratelimit import Decision
 from slugline.runtime import Runtime
 from slugline.services import limits
 from slugline.web.identity import identify
@@ -38,7 +38,7 @@ class RateLimitMiddleware:
             rt: Runtime = scope["app"].state.runtime
             identity = await identify(rt, scope)
             buckets = limits.api_buckets(rt.settings, identity.caller, identity.digest, client_ip(scope))
-            decision = await self._hit(rt, buckets)
+            decision = await limits.draw(rt, buckets)
             extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
             if not decision.allowed:
                 body = orjson.dumps({"error": f"rate limit exceeded: retry in {decision.retry_after} s"})
@@ -56,13 +56,3 @@ class RateLimitMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-    @staticmethod
-    async def _hit(rt: Runtime, buckets: list[limits.Bucket]) -> Decision:
-        """Draw from each bucket in turn; the first refusal stops there, so a refused call costs no more tokens."""
-        decisions = []
-        for bucket, per_minute in buckets:
-            decisions.append(await rt.limiter.hit(bucket, per_minute))
-            if not decisions[-1].allowed:
-                break
-        return limits.tightest(decisions)
