@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -171,3 +173,23 @@ def test_requests_arriving_while_a_token_is_read_share_that_one_read(
         statuses = list(pool.map(lambda _: client.get("/api/v1/me", headers=headers).status_code, range(16)))
     assert statuses == [200 if good else 401] * 16
     assert len(reads) == 1, f"{len(reads)} database reads for one token"
+
+
+def test_an_oversized_host_is_not_kept_with_the_entry() -> None:
+    """The base URL comes from the Host header, the client's to choose: 10,000 entries of 400 KB would be 4 GB."""
+    cache = IdentityCache()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(20):
+            huge = f"http://{'h' * 400_000}{n}"
+            cache.put(f"d{n}", replace(caller(n), base_url=huge), cache.ticket())
+            found = cache.get(f"d{n}", huge)
+            assert found is not None and found.base_url == huge  # each request still sees its own base
+        del huge, found
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(cache) == 20 and kept < 100_000, kept
+    found = cache.get("d0", "http://sl.test")
+    assert found is not None and found.base_url == "http://sl.test"

@@ -8,7 +8,10 @@ The rule, which README's "Caching" section repeats for operators:
   second per token in use.
 - A write made in this worker (revoke, rotate, logout, password change, plan change) drops the account's entries
   at once, and bumps a generation so that a read which began before the write cannot store its older answer.
-- At most `max_entries` entries (a few hundred bytes each); past that the oldest stored goes first.
+- At most `max_entries` entries; past that the oldest stored goes first. An entry is a few hundred bytes, under
+  `MAX_BASE_URL` characters of base URL: the base comes from the request's Host header, which the client chooses
+  (a server accepted one of 400 KB), so a longer one is not kept with the entry (`get` puts each request's own on
+  the answer anyway). 10,000 entries stay under ~10 MB.
 - Refusals (401) are not cached: a key created a moment ago is never refused for having been unknown before.
 
 Read from the event loop (no I/O, one short lock), filled from the threads that read the database.
@@ -25,6 +28,7 @@ from slugline.caller import Caller
 
 TRUST_SECONDS = 0.5
 MAX_ENTRIES = 10_000
+MAX_BASE_URL = 512  # characters of base URL kept with an entry (a DNS name has at most 253)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,8 @@ class IdentityCache:
         trust = self.trust_seconds if valid_for is None else min(self.trust_seconds, valid_for)
         if trust <= 0:
             return
+        if len(caller.base_url) > MAX_BASE_URL:
+            caller = replace(caller, base_url="")
         with self._lock:
             if ticket.generation != self._generation:
                 return

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     body_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # Bytes of clicks buffered per worker before new ones are dropped (and counted in /health).
     click_buffer_bytes: int = Field(default=64 << 20, ge=1 << 16)
+    # Bytes of the redirect cache per worker, each entry counted with its strings (oldest dropped first).
+    link_cache_bytes: int = Field(default=64 << 20, ge=1 << 20)
     # Bytes of search indexes each worker keeps (least recently searched accounts are dropped first).
     search_memory_mb: int = Field(default=256, ge=1, description="search index memory per worker, MiB")
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
