@@ -193,3 +193,19 @@ def test_an_oversized_host_is_not_kept_with_the_entry() -> None:
     assert len(cache) == 20 and kept < 100_000, kept
     found = cache.get("d0", "http://sl.test")
     assert found is not None and found.base_url == "http://sl.test"
+
+
+def test_a_refusal_is_remembered_for_the_trust_period_within_its_own_bound() -> None:
+    clock = Clock()
+    cache = IdentityCache(max_entries=3, trust_seconds=0.5, clock=clock)
+    ticket = cache.ticket()
+    clock.now += 0.2
+    cache.refuse("gone", "invalid or revoked API key", ticket)
+    assert cache.refusal("gone") == "invalid or revoked API key"
+    clock.now += 0.3  # trusted from when the read began
+    assert cache.refusal("gone") is None
+    cache.put("good", caller(1), cache.ticket())
+    for n in range(1000):  # refused tokens do not push answers out, nor grow past the bound
+        cache.refuse(f"r{n}", "invalid or revoked API key", cache.ticket())
+    assert cache.get("good", "http://sl.test") is not None
+    assert [cache.refusal(f"r{n}") is not None for n in (996, 997, 998, 999)] == [False, True, True, True]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from ipaddress import IPv6Network, ip_address
 
@@ -51,12 +51,16 @@ def _parse_ip_key(ip: str) -> str:
 _ip_key = functools.lru_cache(maxsize=4096)(_parse_ip_key)  # parsing an address took 2.5% of a `GET /me`
 
 
+def anonymous_bucket(settings: Settings, ip: str) -> Bucket:
+    return f"ip:{ip_key(ip)}", settings.rate_limit_anonymous
+
+
 def api_buckets(settings: Settings, caller: Caller | None, digest: str | None, ip: str) -> list[Bucket]:
     """Every /api and /mcp call, and every dashboard page (its session cookie is a session token). An API key of a
     developer or pro account draws from its own bucket at its plan's rate. Anyone else draws from their IP's
     anonymous bucket; a session token or a free-plan key also from its own bucket (at the anonymous rate), so a token
     never lifts a caller out of its IP's limit."""
-    anonymous = (f"ip:{ip_key(ip)}", settings.rate_limit_anonymous)
+    anonymous = anonymous_bucket(settings, ip)
     if caller is None or digest is None:
         return [anonymous]
     rate = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}
@@ -66,9 +70,10 @@ def api_buckets(settings: Settings, caller: Caller | None, digest: str | None, i
     return [own]
 
 
-async def draw(rt: Runtime, buckets: list[Bucket]) -> Decision:
-    """Draw from each bucket in turn; the first refusal stops there, so a refused call costs no more tokens."""
-    decisions = []
+async def draw(rt: Runtime, buckets: list[Bucket], drawn: Sequence[Decision] = ()) -> Decision:
+    """Draw from each bucket in turn (after those already `drawn`, all allowed); the first refusal stops there, so a
+    refused call costs no more tokens."""
+    decisions = list(drawn)
     for bucket, per_minute in buckets:
         decisions.append(await rt.limiter.hit(bucket, per_minute))
         if not decisions[-1].allowed:

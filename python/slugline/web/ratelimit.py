@@ -13,9 +13,10 @@ from typing import Any
 import orjson
 from starlette.types import Scope
 
+from slugline.ratelimit import Decision
 from slugline.runtime import Runtime
 from slugline.services import limits
-from slugline.web.identity import identify
+from slugline.web.identity import always_anonymous, identify
 from slugline.web.request import client_ip
 
 UNLIMITED_PATHS = frozenset({"/api/v1/health", "/api/v1/docs", "/api/v1/openapi.json", "/api/v1/docs/oauth2-redirect"})
@@ -35,10 +36,7 @@ class RateLimitMiddleware:
             return
         extra: Headers = []
         if path not in UNLIMITED_PATHS:
-            rt: Runtime = scope["app"].state.runtime
-            identity = await identify(rt, scope)
-            buckets = limits.api_buckets(rt.settings, identity.caller, identity.digest, client_ip(scope))
-            decision = await limits.draw(rt, buckets)
+            decision = await self._limit(scope["app"].state.runtime, scope)
             extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
             if not decision.allowed:
                 body = orjson.dumps({"error": f"rate limit exceeded: retry in {decision.retry_after} s"})
@@ -56,3 +54,20 @@ class RateLimitMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    @staticmethod
+    async def _limit(rt: Runtime, scope: Scope) -> Decision:
+        """Draw from the call's buckets (`limits.api_buckets`). A call that draws from its IP's bucket whatever its
+        token turns out to be (none, malformed, a session token) draws from it before the token is resolved, so once
+        the IP's limit is spent a call costs no thread and no database read. The answers are those of resolving
+        first: the same buckets, drawn in the same order, and a 429 comes before a 401 either way."""
+        ip = client_ip(scope)
+        early = limits.anonymous_bucket(rt.settings, ip) if always_anonymous(scope) else None
+        drawn = []
+        if early is not None:
+            drawn.append(await rt.limiter.hit(*early))
+            if not drawn[0].allowed:
+                return drawn[0]
+        identity = await identify(rt, scope)
+        buckets = limits.api_buckets(rt.settings, identity.caller, identity.digest, ip)
+        return await limits.draw(rt, [bucket for bucket in buckets if bucket != early], drawn)
