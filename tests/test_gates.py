@@ -8,12 +8,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from starlette.testclient import TestClient
 
 from slugline.errors import RateLimited
 from slugline.gates import Busy, Gates
 from slugline.runtime import Runtime
 from slugline.services import accounts, callers, limits
+from slugline.settings import Settings
 from tests.helpers import LINKS, SQLITE_ONLY, ClientFactory
 
 
@@ -119,3 +121,48 @@ async def test_the_busy_error_names_the_wait() -> None:
             async with limits.fetching(rt, 7):
                 pass
     assert caught.value.status == 429 and caught.value.headers == {"Retry-After": "1"}
+
+
+@SQLITE_ONLY
+def test_an_account_leaves_a_database_thread_for_the_others(make_client: ClientFactory) -> None:
+    """However high `query_concurrency` is set, one account's searches hold at most all but one of the worker's
+    database threads: another account's request (or /health) always finds one."""
+    tc, rt = make_client(query_concurrency=50, busy_wait_seconds=0.05)
+    busy_id, busy = _account(tc, rt, "hog")
+    _, other = _account(tc, rt, "bystander")
+    slots = [limits.querying(rt, busy_id, "running") for _ in range(rt.db.threads - 1)]
+    for slot in slots:
+        _hold(tc, slot)
+    try:
+        assert tc.get(LINKS, params={"q": "rust"}, headers=busy).status_code == 429
+        assert tc.get(LINKS, params={"q": "rust"}, headers=other).status_code == 200
+    finally:
+        for slot in slots:
+            _release(tc, slot)
+
+
+@SQLITE_ONLY
+def test_the_cap_stays_under_any_number_of_threads(make_client: ClientFactory) -> None:
+    _, rt = make_client(db_threads=2, query_concurrency=4)
+    assert (rt.db.threads, limits.query_cap(rt)) == (2, 1)
+    for one_thread in ({"db_threads": 1}, {"db_pool_size": 1}):  # no cap could leave a thread for anyone else
+        with pytest.raises(ValidationError):
+            Settings(**one_thread)  # type: ignore[arg-type]
+
+
+@SQLITE_ONLY
+def test_the_dashboards_search_takes_the_same_slot(make_client: ClientFactory) -> None:
+    tc, rt = make_client(query_concurrency=1, busy_wait_seconds=0.05)
+    made = accounts.register(rt, {"username": "pager", "password": "long enough"}, plan="developer")
+    account_id = callers.authenticate(rt, f"Bearer {made['token']}", "http://sl.test").account_id
+    tc.cookies.set("slugline_session", made["token"])
+    slot = limits.querying(rt, account_id, "running")  # a search of this account's from the API, still under way
+    _hold(tc, slot)
+    try:
+        refused = tc.get("/app/links", params={"q": "rust"})
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        assert "too many searches under way for this account" in refused.text
+        assert tc.get("/app/links").status_code == 200  # without q: cheap, no slot needed
+    finally:
+        _release(tc, slot)
+    assert tc.get("/app/links", params={"q": "rust"}).status_code == 200

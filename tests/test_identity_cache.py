@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -171,3 +173,39 @@ def test_requests_arriving_while_a_token_is_read_share_that_one_read(
         statuses = list(pool.map(lambda _: client.get("/api/v1/me", headers=headers).status_code, range(16)))
     assert statuses == [200 if good else 401] * 16
     assert len(reads) == 1, f"{len(reads)} database reads for one token"
+
+
+def test_an_oversized_host_is_not_kept_with_the_entry() -> None:
+    """The base URL comes from the Host header, the client's to choose: 10,000 entries of 400 KB would be 4 GB."""
+    cache = IdentityCache()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(20):
+            huge = f"http://{'h' * 400_000}{n}"
+            cache.put(f"d{n}", replace(caller(n), base_url=huge), cache.ticket())
+            found = cache.get(f"d{n}", huge)
+            assert found is not None and found.base_url == huge  # each request still sees its own base
+        del huge, found
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(cache) == 20 and kept < 100_000, kept
+    found = cache.get("d0", "http://sl.test")
+    assert found is not None and found.base_url == "http://sl.test"
+
+
+def test_a_refusal_is_remembered_for_the_trust_period_within_its_own_bound() -> None:
+    clock = Clock()
+    cache = IdentityCache(max_entries=3, trust_seconds=0.5, clock=clock)
+    ticket = cache.ticket()
+    clock.now += 0.2
+    cache.refuse("gone", "invalid or revoked API key", ticket)
+    assert cache.refusal("gone") == "invalid or revoked API key"
+    clock.now += 0.3  # trusted from when the read began
+    assert cache.refusal("gone") is None
+    cache.put("good", caller(1), cache.ticket())
+    for n in range(1000):  # refused tokens do not push answers out, nor grow past the bound
+        cache.refuse(f"r{n}", "invalid or revoked API key", cache.ticket())
+    assert cache.get("good", "http://sl.test") is not None
+    assert [cache.refusal(f"r{n}") is not None for n in (996, 997, 998, 999)] == [False, True, True, True]

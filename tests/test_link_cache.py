@@ -4,6 +4,8 @@ dated like any other read; a change racing that read keeps none of it; links nob
 from __future__ import annotations
 
 import asyncio
+import time
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -163,3 +165,57 @@ def test_in_an_outage_only_an_answer_read_in_the_last_ttl_is_kept(
             await load()
 
     asyncio.run(scenario())
+
+
+ASTRAL = "https://e.x/" + "\U0001d54f" * 2036  # 2,048 characters, each percent-encoded to 12 in the Location
+
+
+def test_the_cache_keeps_within_its_bytes_dropping_the_oldest(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
+    """An entry counts for its strings: a destination outside the BMP makes a ~33 KB entry, and 100,000 of them were
+    3.3 GB under a cap on the number of entries alone."""
+    slugs = [f"astral-{i}" for i in range(6)]
+    for slug in slugs:
+        made = client.post("/api/v1/links", headers=alice.auth(), json={"destination_url": ASTRAL, "slug": slug})
+        assert made.status_code == 201, made.text
+    [small] = _links(client, alice, 1)
+    budget = 80_000  # two of those entries (33 KB each), not three
+    clock = Clock()
+    cache = LinkCache(runtime.db, clock=clock, max_bytes=budget)
+    runtime.link_hooks.append(cache.invalidate)
+
+    async def scenario() -> None:
+        entry = await cache.load(slugs[0])
+        assert isinstance(entry, Entry) and len(entry.location) > 24_000
+        assert cache.bytes > 32_000
+        for slug in slugs[1:]:
+            clock.now += 0.1
+            await cache.load(slug)
+            assert cache.bytes <= budget
+        assert len(cache) == 2  # room for two: the four read first went, oldest first
+        assert [cache.peek(slug) is MISSING for slug in slugs] == [True] * 4 + [False] * 2
+        await cache.load(small)  # a small one still fits beside them
+        clock.now += TTL  # all three run out; making room drops the oldest of them
+        await cache.load(slugs[0])
+        assert cache.peek(slugs[0]) is not MISSING and len(cache) == 3 and cache.bytes <= budget
+        for slug in (slugs[0], slugs[5], small):
+            cache.invalidate(slug)
+        assert len(cache) == 0 and cache.bytes == 0  # the count follows every way an entry goes
+
+    asyncio.run(scenario())
+
+
+def test_an_entry_costs_no_more_than_it_is_counted_at(runtime: Runtime) -> None:
+    """`ENTRY_BYTES` and the strings' sizes, what the budget counts, cover what entries really take."""
+    cache = LinkCache(runtime.db, max_bytes=1 << 40)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(20_000):  # every string new, as read from the database
+            row = (f"lnk_{i:011d}", f"https://example.com/page/{i}", "public".upper().lower(), None)
+            cache._store(f"slug-{i}", time.monotonic() + i, linkcache._entry(*row))
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert taken <= cache.bytes, (taken, cache.bytes)

@@ -1,5 +1,6 @@
 """The token-bucket limiters: in memory (on a fake clock) and in Redis (shared between instances)."""
 
+import tracemalloc
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -8,6 +9,7 @@ import pytest
 import redis.asyncio as redis
 
 from slugline.ratelimit import (
+    BUCKET_BYTES,
     Decision,
     FailOpenRateLimiter,
     MemoryRateLimiter,
@@ -110,6 +112,80 @@ async def test_memory_limiter_memory_is_bounded() -> None:
     assert len(limiter) == 100
     await limiter.hit("full", 10, cost=0)
     assert len(limiter) == 100  # full buckets are not stored at all
+    small = MemoryRateLimiter(clock=clock, max_bytes=20_000)
+    for i in range(1000):
+        await small.hit(f"login:203.0.113.9:{'x' * 200}{i}", 10)
+    assert small.bytes <= 20_000 and 0 < len(small) < 40  # long keys count for what they take
+
+
+@pytest.mark.anyio
+async def test_filling_the_table_never_resets_a_spent_bucket() -> None:
+    """The churn attack: registrations (5 an hour) spent, then logins of 10,250 made-up usernames, each leaving a
+    bucket, in about ten seconds. A table that dropped its oldest bucket to make room handed the registrations a full
+    bucket again."""
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock, max_keys=1000)
+    hourly = [await limiter.hit("register:203.0.113.9", 5, period=3600) for _ in range(6)]
+    assert [d.allowed for d in hourly] == [True] * 5 + [False]
+    for i in range(10_250):
+        clock.now += 0.001
+        await limiter.hit(f"login:203.0.113.9:nobody{i}", 10)
+    again = await limiter.hit("register:203.0.113.9", 5, period=3600)
+    assert not again.allowed and again.retry_after > 600
+    assert len(limiter) <= 1000
+
+
+@pytest.mark.anyio
+async def test_refilled_buckets_leave_the_table() -> None:
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock)
+    for i in range(50):
+        await limiter.hit(f"login:{i}", 10)  # one token back every 6 s: full again then
+    await limiter.hit("spent", 10, cost=10)
+    for _ in range(100):  # refusals take nothing: the bucket is still full again a minute after it was spent
+        clock.now += 0.01
+        assert not (await limiter.hit("spent", 10, cost=5)).allowed
+    assert len(limiter) == 51
+    clock.now += 6.001
+    await limiter.hit("another", 10)
+    assert len(limiter) == 2  # "spent" (full in a minute) and "another"
+    clock.now += 53  # a minute after "spent" was
+    await limiter.hit("another", 10, cost=0)
+    assert len(limiter) == 0 and limiter.bytes == 0
+
+
+@pytest.mark.anyio
+async def test_a_table_full_of_spending_buckets_refuses_newcomers(caplog: pytest.LogCaptureFixture) -> None:
+    """No bucket that is not full is dropped to make room: a caller without one waits until one refills."""
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock, max_keys=3)
+    for name in ("a", "b", "c"):
+        assert (await limiter.hit(name, 60, cost=30)).allowed
+    refused = await limiter.hit("d", 60)
+    assert (refused.allowed, refused.remaining, refused.retry_after) == (False, 0, 1)
+    assert "rate-limit table full" in caplog.text
+    assert [(await limiter.hit(name, 60)).remaining for name in ("a", "b", "c")] == [29, 29, 29]  # kept as they were
+    clock.now += 31  # all three full again: gone, and room for the newcomer
+    assert (await limiter.hit("d", 60)).remaining == 59
+
+
+@pytest.mark.anyio
+async def test_a_bucket_costs_no_more_than_it_is_counted_at() -> None:
+    """`BUCKET_BYTES`, what the byte budget counts for a bucket besides its key, covers what one really takes."""
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock, max_keys=10**6, max_bytes=1 << 40)
+    keys = [f"login:203.0.113.9:nobody{i}" for i in range(20_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(2):  # the second hit leaves a stale refill entry behind
+            for key in keys:
+                await limiter.hit(key, 10)
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert taken <= len(keys) * BUCKET_BYTES
+    assert limiter.bytes >= len(keys) * BUCKET_BYTES
 
 
 @pytest.mark.anyio

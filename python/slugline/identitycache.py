@@ -8,8 +8,14 @@ The rule, which README's "Caching" section repeats for operators:
   second per token in use.
 - A write made in this worker (revoke, rotate, logout, password change, plan change) drops the account's entries
   at once, and bumps a generation so that a read which began before the write cannot store its older answer.
-- At most `max_entries` entries (a few hundred bytes each); past that the oldest stored goes first.
-- Refusals (401) are not cached: a key created a moment ago is never refused for having been unknown before.
+- At most `max_entries` entries; past that the oldest stored goes first. An entry is a few hundred bytes, under
+  `MAX_BASE_URL` characters of base URL: the base comes from the request's Host header, which the client chooses
+  (a server accepted one of 400 KB), so a longer one is not kept with the entry (`get` puts each request's own on
+  the answer anyway). 10,000 entries stay under ~10 MB.
+- Refusals (401) are remembered for the same trust period, apart from the answers (so refused tokens cannot push
+  good ones out), at most `max_entries` of them. A refused token never becomes valid: keys and session tokens are
+  random and made before anyone holds them (a key created a moment ago has never been asked for), and a revoked or
+  expired one stays so. Only a refusal is remembered, never a failure to read.
 
 Read from the event loop (no I/O, one short lock), filled from the threads that read the database.
 """
@@ -25,6 +31,7 @@ from slugline.caller import Caller
 
 TRUST_SECONDS = 0.5
 MAX_ENTRIES = 10_000
+MAX_BASE_URL = 512  # characters of base URL kept with an entry (a DNS name has at most 253)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,7 @@ class IdentityCache:
         self.trust_seconds = trust_seconds
         self._clock = clock
         self._entries: dict[str, tuple[Caller, float]] = {}  # insertion order is age: the oldest is first out
+        self._refused: dict[str, tuple[str, float]] = {}  # digest -> (the 401's message, trusted until)
         self._generation = 0
         self._lock = threading.Lock()
 
@@ -73,6 +81,8 @@ class IdentityCache:
         trust = self.trust_seconds if valid_for is None else min(self.trust_seconds, valid_for)
         if trust <= 0:
             return
+        if len(caller.base_url) > MAX_BASE_URL:
+            caller = replace(caller, base_url="")
         with self._lock:
             if ticket.generation != self._generation:
                 return
@@ -80,6 +90,27 @@ class IdentityCache:
             self._entries[digest] = (caller, ticket.started + trust)
             while len(self._entries) > self.max_entries:
                 del self._entries[next(iter(self._entries))]
+
+    def refusal(self, digest: str) -> str | None:
+        """The message of the 401 the token whose keyed hash is `digest` got less than a trust period ago, if any."""
+        found = self._refused.get(digest)
+        if found is None:
+            return None
+        message, until = found
+        if self._clock() >= until:
+            with self._lock:
+                if self._refused.get(digest) is found:
+                    del self._refused[digest]
+            return None
+        return message
+
+    def refuse(self, digest: str, message: str, ticket: Ticket) -> None:
+        """Remember that a read begun at `ticket` refused the token (401, with `message`)."""
+        with self._lock:
+            self._refused.pop(digest, None)
+            self._refused[digest] = (message, ticket.started + self.trust_seconds)
+            while len(self._refused) > self.max_entries:
+                del self._refused[next(iter(self._refused))]
 
     def forget_account(self, account_id: int) -> None:
         """After a write that changes what the account's tokens may do (or whether they work)."""

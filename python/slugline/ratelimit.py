@@ -8,11 +8,12 @@ process's own buckets while Redis cannot be reached, and shares again once it an
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
+import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,6 +21,12 @@ from typing import Any, Protocol
 import redis.asyncio as redis
 
 log = logging.getLogger("slugline")
+
+# What one bucket of the in-process limiter costs besides its key: its table slot, its state (a tuple of three floats)
+# and two entries in the refill heap (tracemalloc over 100,000 buckets: 215 bytes with one entry, 303 with two).
+BUCKET_BYTES = 320
+MAX_BYTES = 16 << 20  # the default budget: some 40,000 buckets of typical keys
+MAX_KEYS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,32 +70,98 @@ def _decide(allowed: bool, tokens: float, per_minute: int, cost: int, period: fl
     return Decision(allowed, per_minute, max(0, math.floor(tokens + 1e-9)), reset, retry_after)
 
 
-class MemoryRateLimiter:
-    """Buckets in this process; least recently used ones are dropped past `max_keys`."""
+_State = tuple[float, float, float]  # an in-process bucket: tokens, updated at, full again at
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic, max_keys: int = 10_000) -> None:
+
+class MemoryRateLimiter:
+    """Buckets in this process, at most `max_keys` of them in `max_bytes`.
+
+    Only buckets that are not full are kept (a full bucket is the same as none), and each goes as soon as it has
+    refilled, so the table holds the callers that are spending, not every caller ever seen. A bucket that is not full
+    is never dropped to make room: it would come back full, and filling the table (with logins of made-up usernames,
+    say) would reset everyone's limits. When the table is full of buckets still refilling, a key without a bucket
+    is refused as if its bucket were empty (fail closed, logged once until one is admitted again): its caller waits
+    for a moment, where dropping any bucket would hand some caller a full one."""
+
+    def __init__(
+        self, *, clock: Callable[[], float] = time.monotonic, max_keys: int = MAX_KEYS, max_bytes: int = MAX_BYTES
+    ) -> None:
         self._clock = clock
         self._max_keys = max_keys
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, updated at)
+        self._max_bytes = max_bytes
+        self._buckets: dict[str, _State] = {}
+        # (full again at, key), soonest first; an entry whose bucket has changed since is stale and skipped.
+        self._refills: list[tuple[float, str]] = []
+        self._bytes = 0
+        self._refusing = False  # refusing newcomers for want of room (logged once per episode)
         self._lock = threading.Lock()
 
     async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision:
         _check(per_minute, cost, period)
         with self._lock:
             now = self._clock()
-            tokens, updated = self._buckets.pop(key, (float(per_minute), now))
-            tokens = min(float(per_minute), tokens + max(0.0, now - updated) * per_minute / period)
+            self._drop_refilled(now)
+            found = self._buckets.get(key)
+            if found is None:
+                if not self._room_for(key):
+                    return _decide(False, 0.0, per_minute, cost, period)
+                tokens = float(per_minute)
+            else:
+                tokens = min(float(per_minute), found[0] + max(0.0, now - found[1]) * per_minute / period)
             allowed = tokens >= cost
             if allowed:
                 tokens -= cost
-            if tokens < per_minute:  # a full bucket is the same as no bucket, so only keep partial ones
-                self._buckets[key] = (tokens, now)
-                if len(self._buckets) > self._max_keys:
-                    self._buckets.popitem(last=False)
+            self._keep(key, found, tokens, now, per_minute, period)
         return _decide(allowed, tokens, per_minute, cost, period)
+
+    def _keep(self, key: str, found: _State | None, tokens: float, now: float, per_minute: int, period: float) -> None:
+        """Store the bucket's level after a hit, with when it will be full again; a full one is not kept."""
+        if tokens >= per_minute:
+            if found is not None:
+                del self._buckets[key]
+                self._bytes -= _bucket_bytes(key)
+            return
+        full_at = now + (per_minute - tokens) * period / per_minute
+        if found is not None and full_at <= found[2]:  # nothing taken (a refusal): full when the heap says already
+            self._buckets[key] = (tokens, now, found[2])
+            return
+        if found is None:
+            self._bytes += _bucket_bytes(key)
+        self._buckets[key] = (tokens, now, full_at)
+        heapq.heappush(self._refills, (full_at, key))
+        if len(self._refills) > 2 * len(self._buckets) + 64:  # stale entries: rebuilt once per table's worth of hits
+            self._refills = [(state[2], name) for name, state in self._buckets.items()]
+            heapq.heapify(self._refills)
+
+    def _drop_refilled(self, now: float) -> None:
+        refills = self._refills
+        while refills and refills[0][0] <= now:
+            full_at, key = heapq.heappop(refills)
+            state = self._buckets.get(key)
+            if state is not None and state[2] == full_at:
+                del self._buckets[key]
+                self._bytes -= _bucket_bytes(key)
+
+    def _room_for(self, key: str) -> bool:
+        if len(self._buckets) < self._max_keys and self._bytes + _bucket_bytes(key) <= self._max_bytes:
+            self._refusing = False
+            return True
+        if not self._refusing:
+            self._refusing = True
+            log.warning(
+                "rate-limit table full (%d buckets, %d bytes, none refilled yet): callers without a bucket are refused",
+                len(self._buckets),
+                self._bytes,
+            )
+        return False
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the buckets are counted at."""
+        return self._bytes
 
 
 # KEYS[1] bucket; ARGV capacity, cost, period in microseconds.
@@ -168,8 +241,14 @@ class FailOpenRateLimiter:
         await self._shared.aclose()
 
 
-def make_rate_limiter(redis_url: str | None) -> RateLimiter:
-    """Redis-backed (failing open to in-process buckets) when a URL is configured, otherwise in-process."""
+def _bucket_bytes(key: str) -> int:
+    return BUCKET_BYTES + sys.getsizeof(key)
+
+
+def make_rate_limiter(redis_url: str | None, max_bytes: int = MAX_BYTES) -> RateLimiter:
+    """Redis-backed (failing open to in-process buckets) when a URL is configured, otherwise in-process; the
+    in-process buckets within `max_bytes`."""
+    local = MemoryRateLimiter(max_bytes=max_bytes)
     if not redis_url:
-        return MemoryRateLimiter()
-    return FailOpenRateLimiter(RedisRateLimiter.from_url(redis_url), MemoryRateLimiter())
+        return local
+    return FailOpenRateLimiter(RedisRateLimiter.from_url(redis_url), local)

@@ -37,7 +37,7 @@ class Runtime:
             settings=settings,
             db=Database(settings),
             secret=settings.secret(),
-            limiter=make_rate_limiter(settings.redis_url),
+            limiter=make_rate_limiter(settings.redis_url, settings.rate_limit_bytes),
             search=SearchCache(settings.search_memory_mb << 20),
         )
 

@@ -17,6 +17,7 @@ PLAN_RANK: dict[str, int] = {"free": 0, "developer": 1, "pro": 2}
 # benches/test_click_path.py): traffic spread over 1,000 links costs ~14 us of CPU a click written 1,000 to a commit
 # (every row its own index page), 4.8 us 10,000 to a commit. Clicks still reach the database within a second.
 CLICK_FLUSH_MAX = 10_000
+MIN_DB_THREADS = 2  # a worker's database threads: one account's queries never hold the last one
 MIN_SECRET_BYTES = 32  # HMAC-SHA256 keys and cookie signatures are only as strong as the secret behind them
 
 
@@ -41,6 +42,8 @@ class Settings(BaseSettings):
     rate_limit_unlock: int = Field(default=10, ge=1, description="password-link attempts per minute per IP and link")
     rate_limit_register: int = Field(default=5, ge=1, description="registrations per hour per IP")
     rate_limit_password_hashes: int = Field(default=30, ge=1, description="argon2 hashes per minute per IP")
+    # Bytes of rate-limit buckets each worker keeps in process (all of them without Redis, the fallback's with it).
+    rate_limit_bytes: int = Field(default=16 << 20, ge=1 << 16)
     # Per account and worker: concurrent auto_meta fetches and concurrent expensive queries (search, q); past the cap
     # a request waits up to `busy_wait_seconds` for a slot, then gets 429.
     fetch_concurrency: int = Field(default=4, ge=1)
@@ -52,14 +55,18 @@ class Settings(BaseSettings):
     body_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # Bytes of clicks buffered per worker before new ones are dropped (and counted in /health).
     click_buffer_bytes: int = Field(default=64 << 20, ge=1 << 16)
+    # Bytes of the redirect cache per worker, each entry counted with its strings (oldest dropped first).
+    link_cache_bytes: int = Field(default=64 << 20, ge=1 << 20)
     # Bytes of search indexes each worker keeps (least recently searched accounts are dropped first).
     search_memory_mb: int = Field(default=256, ge=1, description="search index memory per worker, MiB")
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     click_flush_max: int = Field(default=CLICK_FLUSH_MAX, ge=1, le=CLICK_FLUSH_MAX)
     # PostgreSQL connections per worker: the pool, and how many more may be opened at a peak.
-    db_pool_size: int = Field(default=20, ge=1)
+    db_pool_size: int = Field(default=20, ge=MIN_DB_THREADS)
     db_max_overflow: int = Field(default=10, ge=0)
-    db_threads: int | None = Field(default=None, ge=1)  # default: 4 on SQLite, db_pool_size on PostgreSQL
+    # Default: 4 on SQLite, db_pool_size on PostgreSQL. At least two (so is the pool): an account's queries may hold
+    # all but one of them (`limits.query_cap`), and with one thread that would be all of them.
+    db_threads: int | None = Field(default=None, ge=MIN_DB_THREADS)
 
     def sqlite_path(self) -> Path | None:
         """The database file when the store is SQLite, else None."""

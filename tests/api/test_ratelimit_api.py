@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
+from slugline import _core
+from slugline.caller import Caller
 from slugline.runtime import Runtime
-from slugline.services import accounts
+from slugline.services import accounts, callers
 from tests.helpers import SQLITE_ONLY, ClientFactory
 
 pytestmark = SQLITE_ONLY  # the buckets live in memory: the store plays no part
@@ -74,3 +76,43 @@ def test_login_429_carries_one_set_of_ratelimit_headers(tight: tuple[TestClient,
     res = tc.post("/api/v1/auth/login", json={"username": "nobody", "password": "whatever1"})
     assert res.status_code == 429 and int(res.headers["retry-after"]) >= 1
     assert len(res.headers.get_list("ratelimit-limit")) == 1
+
+
+def test_a_refused_call_costs_no_token_read_once_its_ip_is_spent(
+    tight: tuple[TestClient, Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the IP's bucket spent, a call that draws from it whatever its token (none, a session token) is refused
+    before the token is resolved, and an unknown API key (which might have turned out to be a paid one, with a
+    bucket of its own) is read once, then refused from the worker's memory: no thread hop, no database read."""
+    tc, rt = tight
+    paid = _key(tc, rt, "paid", "developer")
+    reads: list[str] = []
+    resolve = callers.resolve
+
+    def counted(rt: Runtime, token: callers.Token, base_url: str) -> Caller:
+        reads.append(token.kind)
+        return resolve(rt, token, base_url)
+
+    monkeypatch.setattr(callers, "resolve", counted)
+    while tc.get("/api/v1/public/nothing").status_code != 429:  # the IP's bucket, partly spent making the key
+        pass
+    for kind in ("session", "full"):
+        unknown = {"Authorization": f"Bearer {_core.generate_key(kind)}"}
+        answers = [tc.get("/api/v1/me", headers=unknown) for _ in range(5)]
+        assert {a.status_code for a in answers} == {429}
+        assert answers[0].headers["ratelimit-limit"] == "3" and int(answers[0].headers["retry-after"]) >= 1
+    assert reads == ["full"]  # the session token: none; the API key: its first call only
+    assert tc.get("/api/v1/me", headers=paid).status_code == 200  # a paid key has its own bucket
+
+
+def test_a_refused_token_stays_refused_and_a_new_key_works_at_once(make_client: ClientFactory) -> None:
+    tc, rt = make_client()
+    token = accounts.register(rt, {"username": "fresh", "password": "long enough"}, plan="developer")["token"]
+    session = {"Authorization": f"Bearer {token}"}
+    old = tc.post("/api/v1/api-key", json={"scope": "full"}, headers=session).json()["key"]
+    new = tc.post("/api/v1/api-key", json={"scope": "full"}, headers=session).json()["key"]  # replaces the old one
+    for _ in range(2):  # the second answer is the remembered one: the same 401
+        refused = tc.get("/api/v1/me", headers={"Authorization": f"Bearer {old}"})
+        assert refused.status_code == 401 and refused.json() == {"error": "invalid or revoked API key"}
+        assert refused.headers["www-authenticate"] == "Bearer"
+    assert tc.get("/api/v1/me", headers={"Authorization": f"Bearer {new}"}).status_code == 200

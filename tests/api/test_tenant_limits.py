@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
+from slugline.errors import RateLimited
+from slugline.ratelimit import MemoryRateLimiter
 from slugline.runtime import Runtime
 from slugline.services import accounts, limits
 from tests.helpers import SQLITE_ONLY, ClientFactory
@@ -104,6 +106,25 @@ def test_password_hashing_is_bounded_per_ip_across_usernames(make_client: Client
         for i in range(4)
     ]
     assert codes == [401, 401, 401, 429]
+
+
+@SQLITE_ONLY  # the buckets live in memory: the store plays no part
+@pytest.mark.anyio
+async def test_a_spent_hash_budget_makes_no_bucket_per_username_or_link(make_client: ClientFactory) -> None:
+    """Once an IP's argon2 budget is spent, attempts with made-up usernames (or at other links) add nothing to the
+    limiter's table: otherwise they would fill it, and a full table must refuse newcomers."""
+    _, rt = make_client(rate_limit_password_hashes=3)
+    table = rt.limiter
+    assert isinstance(table, MemoryRateLimiter)
+    for i in range(3):
+        await limits.check_login(rt, "203.0.113.9", f"name-{i}")
+    before = len(table)
+    for i in range(3, 200):
+        with pytest.raises(RateLimited, match="too many password checks"):
+            await limits.check_login(rt, "203.0.113.9", f"name-{i}")
+        assert not (await limits.unlock_attempt(rt, "203.0.113.9", f"lnk_{i:011d}")).allowed
+    assert len(table) == before
+    await limits.check_login(rt, "198.51.100.7", "name-0")  # another address has its own budget
 
 
 @pytest.mark.parametrize(

@@ -137,3 +137,22 @@ def test_creating_accounts_shares_the_registration_limit(make_client: ClientFact
         statuses.append(client.post("/app/register", data=form, follow_redirects=False).status_code)
     assert statuses == [303, 303, 429]
     assert client.post("/api/v1/auth/register", json={"username": "reg-four", "password": PASSWORD}).status_code == 429
+
+
+@SQLITE_ONLY
+def test_pages_count_against_the_same_buckets_as_the_api(make_client: ClientFactory) -> None:
+    """A signed-in page draws from its IP's anonymous bucket and its session's own, as an API call with the session
+    token does: the dashboard is no way around the API's limits, and a session does not lift its IP's limit."""
+    client, runtime = make_client(rate_limit_anonymous=6)
+    sign_up(client, "hal")  # the form and its post: two of the address's six
+    accounts.set_plan(runtime, "hal", "developer")
+    me = {"Authorization": f"Bearer {client.cookies['slugline_session']}"}
+    assert client.get("/api/v1/me", headers=me).status_code == 200
+    assert [client.get("/app/links", params={"q": f"zzz{i}"}).status_code for i in range(4)] == [200, 200, 200, 429]
+    refused = client.get("/app/links")
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert "rate limit exceeded" in refused.text and refused.headers["content-type"].startswith("text/html")
+    assert client.get("/api/v1/me", headers=me).status_code == 429  # the session's own bucket is spent too
+    client.cookies.clear()
+    assert client.get("/api/v1/public/nothing").status_code == 429  # and its address's, without the session
+    assert client.get("/app/login").status_code == 429

@@ -93,3 +93,55 @@ def _probe(http: httpx.Client, done: Callable[[], bool], rounds: int = 0) -> lis
             seen.append(time.perf_counter() - started)
         time.sleep(0.05)
     return seen
+
+
+# A `q` that is slow on purpose (the Rust filter releases the GIL, so it holds a database thread and a core): 16 terms
+# of dashes over links of dashes and accented text (the review's links); sorted by title, so answered on a thread.
+SLOW_Q = {"q": " ".join("-" * n for n in range(1, 17)), "sort": "title"}
+HEAVY_LINK = {
+    "destination_url": "https://e.x/" + "-" * 2000,
+    "title": "-" * 255,
+    "description": "É" * 1024,
+    "note": "É" * 4096,
+}
+HEAVY_LINKS = 200  # about a second a query
+THREADS = 4  # the worker's database threads on SQLite (`db.SQLITE_THREADS`)
+
+
+def test_one_accounts_slow_queries_leave_a_thread_for_the_others(start_server: ServerFactory) -> None:
+    """One account's slow searches, from the API and the dashboard at once, as many as the worker has database
+    threads: they may hold all of them but one, so another account's list and /health still answer at once (they
+    waited for the searches to end, seconds, when the dashboard was not capped and the cap equalled the threads)."""
+    server = start_server(SLUGLINE_RATE_LIMIT_DEVELOPER="1000000", SLUGLINE_BUSY_WAIT_SECONDS="30")
+    heavy, other = make_account(server, "heavy"), make_account(server, "neighbour")
+    base = f"{server.url}/api/v1"
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {heavy.full}"}, timeout=120) as http:
+        for _ in range(HEAVY_LINKS):
+            assert http.post("/links", json=HEAVY_LINK).status_code == 201
+        assert http.get("/links", params=SLOW_Q).status_code == 200  # the search index is built: warm from here
+        started = time.perf_counter()
+        assert http.get("/links", params=SLOW_Q).status_code == 200
+        single = time.perf_counter() - started
+    stormy = httpx.Client(timeout=120, limits=httpx.Limits(max_connections=THREADS))
+    api_query = (f"{base}/links", {"Authorization": f"Bearer {heavy.full}"})
+    page_query = (f"{server.url}/app/links", {"Cookie": f"slugline_session={heavy.session}"})
+    other_auth = {"Authorization": f"Bearer {other.full}"}
+    with (
+        stormy,
+        httpx.Client(base_url=base, headers=other_auth, timeout=120) as http,
+        concurrent.futures.ThreadPoolExecutor(max_workers=THREADS) as pool,
+    ):
+        storm = [
+            pool.submit(stormy.get, url, params=SLOW_Q, headers=headers)
+            for url, headers in (api_query, page_query) * (THREADS // 2)
+        ]
+        time.sleep(0.3)  # every query has reached the server
+        waits = []
+        for path, params in (("/links", {"sort": "title"}), ("/health", {})) * 3:
+            begun = time.perf_counter()
+            assert http.get(path, params=params).status_code == 200
+            waits.append(time.perf_counter() - begun)
+        answers = [f.result() for f in storm]
+    assert [a.status_code for a in answers] == [200] * THREADS, [a.text[-300:] for a in answers]
+    assert "-" * 100 in answers[1].text  # the dashboard's table, with the links that matched
+    assert max(waits) < single / 2, f"one query alone took {single:.3f} s; the other requests meanwhile {waits}"

@@ -36,7 +36,7 @@ def install(app: FastAPI) -> None:
     async def page_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PageError)
         # In the dashboard the owner acts with full access: the one 403 left is the plan gate.
-        notice = exc.status == 403
-        return render(
-            request, await visitor(request), "error.html", exc.status, message=exc.message, plan_notice=notice
-        )
+        who, notice = await visitor(request), exc.status == 403
+        page = render(request, who, "error.html", exc.status, message=exc.message, plan_notice=notice)
+        page.headers.update(exc.headers)
+        return page

@@ -14,9 +14,9 @@ from starlette.responses import Response
 from slugline.dashboard.charts import clicks_chart
 from slugline.dashboard.pages import render
 from slugline.dashboard.session import PageError, visitor
-from slugline.errors import ServiceError
+from slugline.errors import RateLimited, ServiceError
 from slugline.schemas import ListParams
-from slugline.services import analytics, links, qr
+from slugline.services import analytics, limits, links, qr
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 20
@@ -33,12 +33,15 @@ async def list_page(request: Request) -> Response:
     query: dict[str, Any] = {k: v for k, v in request.query_params.items() if k in LIST_KEYS and v != ""}
     query.setdefault("per", PER_PAGE)
     errors: dict[str, str] = {}
+    status = 200
     try:
-        found = await run_in_threadpool(links.list_links, who.rt, caller, query)
+        async with limits.querying(who.rt, caller.account_id, query.get("q")):  # the API's cap on searches
+            found = await run_in_threadpool(links.list_links, who.rt, caller, query)
+    except RateLimited as exc:
+        raise PageError.of(exc) from None
     except ServiceError as exc:  # a bad sort or page: the table is empty and the message says why
-        errors[""] = exc.message
+        errors[""], status = exc.message, exc.status
         found = {"data": [], "pagination": {"page": 1, "per": PER_PAGE, "total": 0, "pages": 0}}
-    status = 422 if errors else 200
 
     def page_link(page: int) -> str:
         return "?" + urlencode({**query, "page": page})
@@ -50,7 +53,7 @@ async def link_or_404(who: Any, link_id: str) -> dict[str, Any]:
     try:
         found: dict[str, Any] = await run_in_threadpool(links.get_link, who.rt, who.owner(), link_id)
     except ServiceError as exc:
-        raise PageError(exc.status, exc.message) from None
+        raise PageError.of(exc) from None
     return found
 
 
@@ -63,7 +66,7 @@ async def link_page(request: Request, link_id: str) -> Response:
     try:
         stats = await run_in_threadpool(analytics.get_analytics, who.rt, caller, {"days": days}, link_id)
     except ServiceError as exc:
-        raise PageError(exc.status, exc.message) from None
+        raise PageError.of(exc) from None
     latest = await run_in_threadpool(analytics.list_clicks, who.rt, caller, link_id, {"per": LATEST_CLICKS})
     chart = clicks_chart(stats["clicks"], f"Clicks per day of /{link['slug']}")
     return render(request, who, "link.html", link=link, stats=stats, latest=latest["data"], chart=chart)
@@ -78,7 +81,7 @@ async def qr_image(request: Request, link_id: str, fmt: str) -> Response:
     try:
         body, media_type = await run_in_threadpool(qr.qr_code, who.rt, who.owner(), link_id, params)
     except ServiceError as exc:
-        raise PageError(exc.status, exc.message) from None
+        raise PageError.of(exc) from None
     headers = {
         "Cache-Control": "private, no-store",
         "X-Content-Type-Options": "nosniff",

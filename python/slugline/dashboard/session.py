@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fastapi.concurrency import run_in_threadpool
@@ -20,9 +21,10 @@ from slugline import _core
 from slugline.caller import Caller
 from slugline.errors import ServiceError, Unauthorized
 from slugline.runtime import Runtime
-from slugline.services import accounts, callers
-from slugline.web.request import request_base
+from slugline.services import accounts, callers, limits
+from slugline.web.request import client_ip, request_base
 
+VISITOR_KEY = "slugline.visitor"  # the request's Visitor, on its ASGI scope
 SESSION_COOKIE = "slugline_session"
 PRESESSION_COOKIE = "slugline_csrf"
 CSRF_FIELD = "csrf_token"
@@ -37,13 +39,18 @@ class CsrfRefused(Exception):
 
 
 class PageError(Exception):
-    """A page that cannot be shown (a link not found, a plan without access): an error page with the service's
-    status and message."""
+    """A page that cannot be shown (a link not found, a plan without access, a rate limit): an error page with the
+    service's status, message and headers (Retry-After)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = dict(headers or {})
+
+    @classmethod
+    def of(cls, exc: ServiceError) -> PageError:
+        return cls(exc.status, exc.message, exc.headers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +73,7 @@ class Visitor:
         try:
             return accounts.as_owner(self.require())
         except ServiceError as exc:
-            raise PageError(exc.status, exc.message) from None
+            raise PageError.of(exc) from None
 
 
 def runtime(request: Request) -> Runtime:
@@ -79,18 +86,33 @@ def _csrf_for(rt: Runtime, seed: str) -> str:
 
 
 async def visitor(request: Request) -> Visitor:
+    """Who is asking, worked out once per request. The first time, the request also draws from the buckets an API
+    call with the same token would (its IP's, and a signed-in session's own: `limits.api_buckets`), so the dashboard
+    is no way around the API's rate limits; over them, a 429 page with Retry-After."""
+    found: Visitor | None = request.scope.get(VISITOR_KEY)
+    if found is None:
+        found = request.scope[VISITOR_KEY] = await _identify(request)  # the error page asks again: no second draw
+        rt = found.rt
+        buckets = limits.api_buckets(rt.settings, found.caller, client_ip(request.scope))
+        decision = await limits.draw(rt, buckets)
+        if not decision.allowed:
+            message = f"rate limit exceeded: retry in {decision.retry_after} s"
+            raise PageError(429, message, {"Retry-After": str(decision.retry_after)})
+    return found
+
+
+async def _identify(request: Request) -> Visitor:
     rt = runtime(request)
     token = request.cookies.get(SESSION_COOKIE, "")
     if _core.key_kind(token) == "session":
+        base = request_base(request.scope, rt)
         try:
-            caller = await run_in_threadpool(
-                callers.authenticate, rt, f"Bearer {token}", request_base(request.scope, rt)
-            )
+            parsed = callers.parse(rt, f"Bearer {token}")
+            caller = callers.cached(rt, parsed, base) or await run_in_threadpool(callers.resolve, rt, parsed, base)
         except Unauthorized:  # expired or revoked: a visitor like any other
             pass
         else:
-            digest = _core.hash_key(rt.secret, token)
-            return Visitor(rt, caller, digest, _csrf_for(rt, digest))
+            return Visitor(rt, caller, parsed.digest, _csrf_for(rt, parsed.digest))
     seed = request.cookies.get(PRESESSION_COOKIE, "")
     fresh = None
     if not 32 <= len(seed) <= 128:

@@ -110,7 +110,7 @@ class RedirectLayer:
 
 class Redirects:
     def __init__(self, rt: Runtime, clicks: ClickRecorder) -> None:
-        self.cache = LinkCache(rt.db)
+        self.cache = LinkCache(rt.db, max_bytes=rt.settings.link_cache_bytes)
         rt.link_hooks.append(self.cache.invalidate)
         self.clicks = clicks
         self.record = clicks.queue.record  # one call into Rust per click

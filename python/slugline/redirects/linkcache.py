@@ -8,6 +8,11 @@ together with every other such entry of the next `GATHER` seconds, in one SELECT
 GIL (`benches/http_redirect.py --links 1000`). A link nobody asks for simply runs out. Unknown slugs are cached the
 same way, so a flood of them costs one SELECT per slug per TTL. While the database is unreachable, a slug cached in
 the last TTL keeps its last answer (no change can commit meanwhile), so redirects of links in use outlive an outage.
+
+The entries take at most `max_bytes` (`SLUGLINE_LINK_CACHE_BYTES`) and `MAX_ENTRIES`, each counted with its strings:
+an entry's size is the link's, not a constant (a destination of 2,036 characters outside the BMP becomes a 24 KB
+`Location`, an entry of ~33 KB). They are kept in the order they were read, which with one TTL for all is the order
+they run out, so making room drops the expired ones first, then the oldest.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -31,6 +38,10 @@ AHEAD = 0.3  # seconds before it runs out that a hit has its entry read again, a
 GATHER = 0.05  # seconds a read ahead waits for others to join it
 READ_AHEAD_MAX = 500  # slugs in one read ahead's SELECT
 MAX_ENTRIES = 100_000
+MAX_BYTES = 64 << 20  # the default budget (`Settings.link_cache_bytes`)
+# What an entry costs besides its strings: its table slot, the (expiry, Entry) pair, the expiry and the Entry tuple
+# (tracemalloc: ~220 bytes, with room for the table's growth; `tests/test_link_cache.py` checks it covers them).
+ENTRY_BYTES = 280
 
 log = logging.getLogger("slugline.redirect")
 
@@ -62,11 +73,21 @@ _SELECT_MANY = select(Link.slug, *_COLUMNS).where(Link.slug.in_(bindparam("slugs
 
 
 class LinkCache:
-    def __init__(self, db: Database, *, ttl: float = TTL, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        ttl: float = TTL,
+        clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
         self._db = db
         self._ttl = ttl
         self._clock = clock
-        self._entries: dict[str, tuple[float, Entry | None]] = {}
+        self._max_bytes = max_bytes
+        self._entries: dict[str, tuple[float, Entry | None]] = {}  # in the order they were stored: the oldest first
+        self._bytes = 0
+        self._lock = threading.RLock()  # `invalidate` runs in other threads: the byte count must not drift
         self._loading: dict[str, asyncio.Task[Entry | None]] = {}
         self._counter = itertools.count(1)
         self._generation = 0
@@ -98,7 +119,7 @@ class LinkCache:
         self._generation = next(self._counter)
         for name in (slug, old_slug):
             if name is not None:
-                self._entries.pop(name, None)
+                self._drop(name)
                 self._loading.pop(name, None)
 
     def _forget(self, slug: str, done: asyncio.Task[Entry | None]) -> None:
@@ -116,12 +137,10 @@ class LinkCache:
             # The store is away, and this answer was read at most two TTLs ago (or kept through the outage since), so
             # no change can have committed since: keep serving it, and try the store again after another TTL rather
             # than on every request. An older answer may predate a change made before the outage, so it is not served.
-            self._entries[slug] = (started + self._ttl, kept[1])
+            self._store(slug, started + self._ttl, kept[1])
             return kept[1]
         if generation == self._generation:  # a change raced the SELECT: serve this answer once, keep none
-            if len(self._entries) >= MAX_ENTRIES:
-                self._prune()
-            self._entries[slug] = (started + self._ttl, entry)
+            self._store(slug, started + self._ttl, entry)
         return entry
 
     def _read_ahead(self, slug: str) -> None:
@@ -150,10 +169,8 @@ class LinkCache:
             return
         if generation != self._generation:  # a change raced the SELECT: keep none of it
             return
-        if len(self._entries) + len(slugs) >= MAX_ENTRIES:
-            self._prune()
         for slug in slugs:
-            self._entries[slug] = (started + self._ttl, found.get(slug))
+            self._store(slug, started + self._ttl, found.get(slug))
 
     def _select_many(self, slugs: list[str]) -> dict[str, Entry]:
         with self._db.engine.connect() as conn:
@@ -165,11 +182,42 @@ class LinkCache:
             row = conn.execute(_SELECT, {"slug": slug}).first()
         return None if row is None else _entry(*row)
 
-    def _prune(self) -> None:
-        now = self._clock()
-        self._entries = {slug: hit for slug, hit in self._entries.items() if hit[0] > now}
-        if len(self._entries) >= MAX_ENTRIES:
-            self._entries.clear()
+    def _store(self, slug: str, expires: float, entry: Entry | None) -> None:
+        """Keep the answer at the young end, making room within the budget from the old end (the expired first); an
+        answer larger than the whole budget is served but not kept."""
+        cost = _cost(slug, entry)
+        with self._lock:
+            self._drop(slug)
+            if cost > self._max_bytes:
+                return
+            entries = self._entries
+            while entries and (self._bytes + cost > self._max_bytes or len(entries) >= MAX_ENTRIES):
+                oldest = next(iter(entries))
+                self._bytes -= _cost(oldest, entries.pop(oldest)[1])
+            entries[slug] = (expires, entry)
+            self._bytes += cost
+
+    def _drop(self, slug: str) -> None:
+        with self._lock:
+            found = self._entries.pop(slug, None)
+            if found is not None:
+                self._bytes -= _cost(slug, found[1])
+
+    @property
+    def bytes(self) -> int:
+        """What the entries are counted at."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _cost(slug: str, entry: Entry | None) -> int:
+    size = ENTRY_BYTES + sys.getsizeof(slug)
+    if entry is not None:
+        strings = (entry.link_id, entry.destination, entry.visibility, entry.location, entry.password_hash)
+        size += sum(map(sys.getsizeof, strings))
+    return size
 
 
 def _entry(link_id: str, destination: str, visibility: str, password_hash: str | None) -> Entry:

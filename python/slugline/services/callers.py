@@ -17,6 +17,7 @@ from slugline import _core
 from slugline.caller import Caller, Scope
 from slugline.clock import as_utc, utcnow
 from slugline.errors import Unauthorized
+from slugline.identitycache import Ticket
 from slugline.models import Account, ApiKey, SessionToken
 from slugline.runtime import Runtime
 
@@ -59,8 +60,12 @@ def parse(rt: Runtime, authorization: str | None) -> Token:
 
 
 def cached(rt: Runtime, token: Token, base_url: str) -> Caller | None:
-    """The caller, when this worker resolved the token recently enough to trust the answer; no I/O."""
-    return rt.identities.get(token.digest, base_url)
+    """The caller, when this worker resolved the token recently enough to trust the answer; 401 when it refused the
+    token as recently (a refused token never becomes valid); None: `resolve` it. No I/O."""
+    found = rt.identities.get(token.digest, base_url)
+    if found is None and (refused := rt.identities.refusal(token.digest)) is not None:
+        raise Unauthorized(refused)
+    return found
 
 
 def resolve(rt: Runtime, token: Token, base_url: str) -> Caller:
@@ -73,12 +78,12 @@ def resolve(rt: Runtime, token: Token, base_url: str) -> Caller:
             session = conn.execute(_BY_SESSION, {"digest": token.digest}).first()
             valid_for = (as_utc(session.expires_at) - utcnow()).total_seconds() if session is not None else 0.0
             if session is None or valid_for <= 0:
-                raise Unauthorized("invalid or expired session token")
+                raise _refused(rt, token, ticket, "invalid or expired session token")
             row = session.id, session.username, session.plan, session.created_at
         else:
             key = conn.execute(_BY_KEY, {"digest": token.digest}).first()
             if key is None or not _core.verify_key(rt.secret, token.secret, key.key_hash):
-                raise Unauthorized("invalid or revoked API key")
+                raise _refused(rt, token, ticket, "invalid or revoked API key")
             now = utcnow()
             if key.last_used_at is None or now - as_utc(key.last_used_at) > LAST_USED_EVERY:
                 conn.execute(_TOUCH_KEY, {"key_id": key.key_id, "now": now})
@@ -86,6 +91,13 @@ def resolve(rt: Runtime, token: Token, base_url: str) -> Caller:
     caller = Caller(row[0], row[1], row[2], token.kind, row[3], base_url)
     rt.identities.put(token.digest, caller, ticket, valid_for)
     return caller
+
+
+def _refused(rt: Runtime, token: Token, ticket: Ticket, message: str) -> Unauthorized:
+    """The 401 for a token the database does not know (any more), remembered: the token's next calls within the
+    trust period are refused without a thread or a read."""
+    rt.identities.refuse(token.digest, message, ticket)
+    return Unauthorized(message)
 
 
 def authenticate(rt: Runtime, authorization: str | None, base_url: str) -> Caller:

@@ -7,7 +7,8 @@ A caller's IP names its anonymous bucket; IPv6 callers are bucketed by their /64
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from ipaddress import IPv6Network, ip_address
 
@@ -50,16 +51,21 @@ def _parse_ip_key(ip: str) -> str:
 _ip_key = functools.lru_cache(maxsize=4096)(_parse_ip_key)  # parsing an address took 2.5% of a `GET /me`
 
 
+def anonymous_bucket(settings: Settings, ip: str) -> Bucket:
+    return f"ip:{ip_key(ip)}", settings.rate_limit_anonymous
+
+
 def api_buckets(settings: Settings, caller: Caller | None, ip: str) -> list[Bucket]:
-    """Every /api and /mcp call. An API key of a developer or pro account draws from its own bucket at its plan's
-    rate. Anyone else draws from their IP's anonymous bucket; a session token or a free-plan key also from its own
-    bucket (at the anonymous rate), so a token never lifts a caller out of its IP's limit.
+    """Every /api and /mcp call, and every dashboard page (its session cookie is a session token). An API key of a
+    developer or pro account draws from its own bucket at its plan's rate. Anyone else draws from their IP's
+    anonymous bucket; a session token or a free-plan key also from its own bucket (at the anonymous rate), so a token
+    never lifts a caller out of its IP's limit.
 
     "Its own bucket" is the account's for the token's scope, not the token's: an account holds one key per scope,
     and a key replaced (POST /api-key) is the same key to the limit, or replacing it once a second would give a
     fresh budget every time. An OAuth access token acts as the key of its grant's scope, so every token of every
     grant of the account, refreshed or not, draws from that key's bucket: a refresh never gives a fresh budget."""
-    anonymous = (f"ip:{ip_key(ip)}", settings.rate_limit_anonymous)
+    anonymous = anonymous_bucket(settings, ip)
     if caller is None:
         return [anonymous]
     rate = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}
@@ -67,6 +73,17 @@ def api_buckets(settings: Settings, caller: Caller | None, ip: str) -> list[Buck
     if caller.scope == "session" or caller.plan not in KEYED_PLANS:
         return [anonymous, own]
     return [own]
+
+
+async def draw(rt: Runtime, buckets: list[Bucket], drawn: Sequence[Decision] = ()) -> Decision:
+    """Draw from each bucket in turn (after those already `drawn`, all allowed); the first refusal stops there, so a
+    refused call costs no more tokens."""
+    decisions = list(drawn)
+    for bucket, per_minute in buckets:
+        decisions.append(await rt.limiter.hit(bucket, per_minute))
+        if not decisions[-1].allowed:
+            break
+    return tightest(decisions)
 
 
 def tightest(decisions: list[Decision]) -> Decision:
@@ -78,13 +95,25 @@ def tightest(decisions: list[Decision]) -> Decision:
     return min(decisions, key=lambda d: (d.remaining, -d.reset))
 
 
-async def _password_hashes(rt: Runtime, ip: str) -> Decision:
-    """argon2 is the most expensive thing an anonymous caller can ask for: bound it per IP, whichever form asks."""
-    return await rt.limiter.hit(f"argon2:{ip_key(ip)}", rt.settings.rate_limit_password_hashes)
+async def _password_hashes(rt: Runtime, ip: str, cost: int = 1) -> Decision:
+    """argon2 is the most expensive thing an anonymous caller can ask for: bound it per IP, whichever form asks.
+    With `cost=0`, whether one hash is left, spending nothing: refused when none is."""
+    per_minute = rt.settings.rate_limit_password_hashes
+    decision = await rt.limiter.hit(f"argon2:{ip_key(ip)}", per_minute, cost)
+    if cost == 0 and decision.remaining < 1:  # the next token is at most one interval away
+        return Decision(False, per_minute, 0, decision.reset, max(1, math.ceil(60 / per_minute)))
+    return decision
 
 
 async def check_login(rt: Runtime, ip: str, username: str) -> None:
-    """Attempts per IP and username, checked before the password, so guessing is slow whatever the answer."""
+    """Attempts per IP and username, checked before the password, so guessing is slow whatever the answer.
+
+    The IP's password-hash budget is looked at first, without spending it: once it is spent, an attempt makes no
+    bucket for its username. Otherwise every made-up name would leave a bucket behind, and the in-process limiter's
+    table would fill with them (see `MemoryRateLimiter`)."""
+    decision = await _password_hashes(rt, ip, cost=0)
+    if not decision.allowed:
+        raise RateLimited("too many password checks from this address", decision.retry_after)
     name = username.lower()[:LOGIN_NAME_CHARS]
     decision = await rt.limiter.hit(f"login:{ip_key(ip)}:{name}", rt.settings.rate_limit_login)
     if not decision.allowed:
@@ -118,7 +147,11 @@ async def check_anonymous_analyze(rt: Runtime, ip: str) -> None:
 
 
 async def unlock_attempt(rt: Runtime, ip: str, link_id: str) -> Decision:
-    """Password attempts on a protected link, per IP and link, and within the IP's argon2 budget."""
+    """Password attempts on a protected link, per IP and link, and within the IP's argon2 budget (looked at first,
+    as for logins: a spent budget makes no bucket per link)."""
+    decision = await _password_hashes(rt, ip, cost=0)
+    if not decision.allowed:
+        return decision
     decision = await rt.limiter.hit(f"unlock:{ip_key(ip)}:{link_id}", rt.settings.rate_limit_unlock)
     if not decision.allowed:
         return decision
@@ -141,12 +174,19 @@ async def fetching(rt: Runtime, account_id: int) -> AsyncIterator[None]:
         yield
 
 
+def query_cap(rt: Runtime) -> int:
+    """Expensive queries one account may run at once in this worker: `query_concurrency`, and never as many as the
+    worker has database threads (at least two, see `Settings.db_threads`), so one account's searches always leave a
+    thread for every other request (another account's list, /health), whatever the pool's size."""
+    return max(1, min(rt.settings.query_concurrency, rt.db.threads - 1))
+
+
 @asynccontextmanager
 async def querying(rt: Runtime, account_id: int, q: object) -> AsyncIterator[None]:
-    """A slot for an expensive query (a search, or a list filtered with `q`): at most `query_concurrency` per account
-    and worker; a query without terms is cheap and takes none."""
+    """A slot for an expensive query (a search, or a list filtered with `q`, from the API, MCP or the dashboard): at
+    most `query_cap` per account and worker; a query without terms is cheap and takes none."""
     if not (isinstance(q, str) and q.strip()):
         yield
         return
-    async with _capped(rt, f"query:{account_id}", rt.settings.query_concurrency, "searches"):
+    async with _capped(rt, f"query:{account_id}", query_cap(rt), "searches"):
         yield

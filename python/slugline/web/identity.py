@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import anyio.to_thread
 from starlette.types import Scope
 
+from slugline import _core
 from slugline.caller import Caller
 from slugline.errors import Unauthorized
 from slugline.oauth import tokens
@@ -94,10 +95,21 @@ def _at_once(rt: Runtime, scope: Scope) -> Identity | None:
         return None  # OAuth access tokens are read from the database every time
     try:
         token = callers.parse(rt, authorization)
-    except Unauthorized as exc:
+        caller = callers.cached(rt, token, request_base(scope, rt))
+    except Unauthorized as exc:  # missing, malformed, or refused a moment ago
         return Identity(None, exc)
-    caller = callers.cached(rt, token, request_base(scope, rt))
     return None if caller is None else Identity(caller, None, token.digest)
+
+
+def always_anonymous(scope: Scope) -> bool:
+    """Whether the call draws from its IP's anonymous bucket whatever its token turns out to be: no token, a
+    malformed one or a session token (`limits.api_buckets`). Only an API key or an OAuth token may turn out to have
+    a bucket of its own. No I/O."""
+    scheme, _, secret = (header(scope, b"authorization") or "").partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret:
+        return True
+    return not secret.startswith(tokens.ACCESS_PREFIX) and _core.key_kind(secret) in (None, "session")
 
 
 def _resolve(rt: Runtime, scope: Scope) -> Identity:

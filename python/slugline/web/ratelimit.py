@@ -1,5 +1,6 @@
 """Token-bucket limits on every API and MCP call, applied as a raw ASGI middleware so that every response under
-/api and /mcp carries the RateLimit-* headers, errors included. The rules are `services.limits`.
+/api and /mcp carries the RateLimit-* headers, errors included. The rules are `services.limits`; the dashboard's
+pages draw from the same buckets (`dashboard.session.visitor`).
 
 Every response it wraps also gets `Cache-Control: no-store` (unless the app chose its own): API answers carry one
 account's data, which no shared cache may keep.
@@ -15,7 +16,7 @@ from starlette.types import Scope
 from slugline.ratelimit import Decision
 from slugline.runtime import Runtime
 from slugline.services import limits
-from slugline.web.identity import identify
+from slugline.web.identity import always_anonymous, identify
 from slugline.web.request import client_ip
 
 UNLIMITED_PATHS = frozenset({"/api/v1/health", "/api/v1/docs", "/api/v1/openapi.json", "/api/v1/docs/oauth2-redirect"})
@@ -35,10 +36,7 @@ class RateLimitMiddleware:
             return
         extra: Headers = []
         if path not in UNLIMITED_PATHS:
-            rt: Runtime = scope["app"].state.runtime
-            identity = await identify(rt, scope)
-            buckets = limits.api_buckets(rt.settings, identity.caller, client_ip(scope))
-            decision = await self._hit(rt, buckets)
+            decision = await self._limit(scope["app"].state.runtime, scope)
             extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
             if not decision.allowed:
                 body = orjson.dumps({"error": f"rate limit exceeded: retry in {decision.retry_after} s"})
@@ -58,11 +56,18 @@ class RateLimitMiddleware:
         await self.app(scope, receive, send_with_headers)
 
     @staticmethod
-    async def _hit(rt: Runtime, buckets: list[limits.Bucket]) -> Decision:
-        """Draw from each bucket in turn; the first refusal stops there, so a refused call costs no more tokens."""
-        decisions = []
-        for bucket, per_minute in buckets:
-            decisions.append(await rt.limiter.hit(bucket, per_minute))
-            if not decisions[-1].allowed:
-                break
-        return limits.tightest(decisions)
+    async def _limit(rt: Runtime, scope: Scope) -> Decision:
+        """Draw from the call's buckets (`limits.api_buckets`). A call that draws from its IP's bucket whatever its
+        token turns out to be (none, malformed, a session token) draws from it before the token is resolved, so once
+        the IP's limit is spent a call costs no thread and no database read. The answers are those of resolving
+        first: the same buckets, drawn in the same order, and a 429 comes before a 401 either way."""
+        ip = client_ip(scope)
+        early = limits.anonymous_bucket(rt.settings, ip) if always_anonymous(scope) else None
+        drawn = []
+        if early is not None:
+            drawn.append(await rt.limiter.hit(*early))
+            if not drawn[0].allowed:
+                return drawn[0]
+        identity = await identify(rt, scope)
+        buckets = limits.api_buckets(rt.settings, identity.caller, ip)
+        return await limits.draw(rt, [bucket for bucket in buckets if bucket != early], drawn)
