@@ -219,3 +219,24 @@ def test_an_entry_costs_no_more_than_it_is_counted_at(runtime: Runtime) -> None:
     finally:
         tracemalloc.stop()
     assert taken <= cache.bytes, (taken, cache.bytes)
+
+
+def test_making_room_keeps_the_newest_and_the_order_stays_small(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the cap every store drops the oldest entry; stores of a slug already kept, and invalidations, leave pairs
+    behind in the eviction order, which is made again before they outnumber the entries."""
+    monkeypatch.setattr(linkcache, "MAX_ENTRIES", 100)
+    cache = LinkCache(runtime.db, max_bytes=1 << 40)
+    entry = linkcache._entry("lnk_00000000001", "https://example.com/", "public", None)
+    for i in range(5_000):
+        cache._store(f"slug-{i}", 1e9 + i, entry)
+        assert len(cache._order) <= 2 * len(cache) + 64
+    assert set(cache._entries) == {f"slug-{i}" for i in range(4_900, 5_000)}
+    for i in range(5_000):  # the same slug again and again, and invalidations
+        cache._store("slug-4999", 2e9 + i, entry)
+        cache.invalidate(f"slug-{4_900 + i % 50}")
+        assert len(cache._order) <= 2 * len(cache) + 64
+    assert "slug-4999" in cache._entries and len(cache) == 50
+    cache._store("new", 3e9, entry)
+    assert "new" in cache._entries and len(cache) == 51
