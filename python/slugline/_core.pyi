@@ -146,12 +146,26 @@ class SearchIndex:
     def shrink_to_fit(self) -> None:
         """Give back spare capacity of the growing buffers; worth it once after a bulk load. Releases the GIL."""
 
+    @overload
     def filter_page(
-        self, query: str, *, public_only: bool, newest_first: bool, offset: int, limit: int
+        self,
+        query: str,
+        *,
+        public_only: bool,
+        newest_first: bool,
+        offset: int,
+        limit: int,
+        max_text: None = None,
     ) -> tuple[int, list[str]]:
         """``(total, ids)``: how many links match ``query`` (as ``filter``), and ``limit`` of their ids from
-        ``offset``, newest first by ``created`` (ties: by id, descending) or oldest first. Releases the GIL."""
+        ``offset``, newest first by ``created`` (ties: by id, descending) or oldest first. Releases the GIL.
 
+        With ``max_text``, None instead when checking the links' text would read more than that (units of about
+        8 bytes; see ``filter``): the answer would be wider than the query, and a thread should ask instead."""
+    @overload
+    def filter_page(
+        self, query: str, *, public_only: bool, newest_first: bool, offset: int, limit: int, max_text: int
+    ) -> tuple[int, list[str]] | None: ...
     def filter(self, query: str, public_only: bool = False) -> list[str]:
         """Ids of the links matching ``query`` (the ``q`` of ``GET /links``), in no particular order.
 
@@ -159,8 +173,9 @@ class SearchIndex:
         when it is a substring of the normalized slug, title, destination_url, description, note or a hashtag;
         ``#tag`` matches only a hashtag equal to ``normalize(tag)``. A blank query matches every link. Only
         the first 16 distinct terms count, and once a query has read 1,000,000 index entries it takes no
-        further terms (only absurd queries on huge accounts get there). ``public_only`` leaves out links upserted
-        with ``public=False``. Releases the GIL.
+        further terms (only absurd queries on huge accounts get there); terms checked in the links' text stop
+        likewise once the checks have read ~512 MB. ``public_only`` leaves out links upserted with
+        ``public=False``. Releases the GIL.
         """
 
     @overload

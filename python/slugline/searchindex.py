@@ -45,6 +45,9 @@ LOOP_LINKS = 25_000
 # eight times, see `SearchIndex.search`): 100 hits of long accented notes took the loop 100-140 ms. Past it, the
 # search runs on a thread with the GIL released, as for a large account.
 LOOP_HIGHLIGHT_TEXT = 64 * 1024
+# A `q` on the event loop checks links' text only up to this much (units of ~8 bytes read, `SearchIndex.filter_page`:
+# ~8 MB, a few ms); past it the query is asked again on a thread, which may read 64 times more before ignoring terms.
+LOOP_FILTER_TEXT = 1 << 20
 
 
 def index_link(index: SearchIndex, link: Any) -> None:

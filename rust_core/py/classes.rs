@@ -95,8 +95,10 @@ impl PySearchIndex {
     }
 
     /// `(total, ids)`: how many links match `query`, and `limit` of their ids from `offset`, newest first (by
-    /// `created`, ties by id) or oldest first.
-    #[pyo3(signature = (query, *, public_only, newest_first, offset, limit))]
+    /// `created`, ties by id) or oldest first. With `max_text`, None instead when checking the links' text would
+    /// read more than that (`SearchIndex::filter_page_bounded`).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (query, *, public_only, newest_first, offset, limit, max_text = None))]
     fn filter_page<'py>(
         &self,
         py: Python<'py>,
@@ -105,14 +107,25 @@ impl PySearchIndex {
         newest_first: bool,
         offset: i64,
         limit: i64,
-    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        max_text: Option<i64>,
+    ) -> PyResult<Option<(usize, Bound<'py, PyList>)>> {
         let (offset, limit) = (non_negative(offset, "offset")?, non_negative(limit, "limit")?);
-        let (total, ids) = released(py, || {
+        let max_text = match max_text {
+            Some(max) => Some(non_negative(max, "max_text")?),
+            None => None,
+        };
+        let found = released(py, || {
             let index = read(&self.inner);
-            let (total, ids) = index.filter_page(query, public_only, newest_first, offset, limit);
-            (total, ids.into_iter().map(str::to_owned).collect::<Vec<_>>())
+            let found = match max_text {
+                Some(max) => index.filter_page_bounded(query, public_only, newest_first, offset, limit, max),
+                None => Some(index.filter_page(query, public_only, newest_first, offset, limit)),
+            };
+            found.map(|(total, ids)| (total, ids.into_iter().map(str::to_owned).collect::<Vec<_>>()))
         })?;
-        Ok((total, PyList::new(py, ids)?))
+        match found {
+            Some((total, ids)) => Ok(Some((total, PyList::new(py, ids)?))),
+            None => Ok(None),
+        }
     }
 
     /// `(total, hits)`; None when `max_text` is given and highlighting the hits would read more than that (see

@@ -8,16 +8,37 @@ use memchr::memmem::Finder;
 /// Remaining terms are checked link by link once fewer than 1/CHECK_EACH_BELOW of the links are candidates.
 const CHECK_EACH_BELOW: usize = 128;
 
-/// What checking a link's text for one term counts as in the budget, in postings read (a posting is 8 bytes): this
-/// many for the check itself (setting up a search costs ~70 ns however short the text), and one more per this many
-/// bytes read.
+/// What checking a link's text for one term costs, in units of the text budget: this many for the check itself
+/// (setting up a search costs ~70 ns however short the text), and one more per this many bytes read (a unit is about
+/// what reading one 8-byte posting costs).
 const CHECK_POSTINGS: usize = 4;
 const TEXT_BYTES_PER_POSTING: usize = 8;
+
+/// The text a query may read, in those units (~512 MB of text; 0.1-0.5 s of a thread): a term whose checks would
+/// read more is ignored like the terms after it, so the answer is wider. An event loop's caller gives a far smaller
+/// budget (`filter_page_bounded`) and, past it, asks a thread instead: nothing is ignored there but absurd queries.
+pub const MAX_TEXT_READ: usize = 64 << 20;
 
 impl SearchIndex {
     /// Ids of the links matching every term of `query` (see `matching::filter_terms`), in no particular order.
     pub fn filter(&self, query: &str, public_only: bool) -> Vec<&str> {
         self.filter_within(query, public_only, MAX_EXAMINED)
+    }
+
+    /// `filter_page`, or None when checking the links' text would read more than `max_text` (see
+    /// `MAX_TEXT_READ`): the answer would then be wider than the query, and the caller asks where `filter_page`
+    /// can read more (a thread, with the GIL released).
+    pub fn filter_page_bounded(
+        &self,
+        query: &str,
+        public_only: bool,
+        newest_first: bool,
+        offset: usize,
+        limit: usize,
+        max_text: usize,
+    ) -> Option<(usize, Vec<&str>)> {
+        let found = self.filter_counted(query, public_only, MAX_EXAMINED, max_text);
+        (!found.2).then(|| self.page(found.0, newest_first, offset, limit))
     }
 
     /// The number of links matching `query`, and the ids of `limit` of them from `offset`, ordered by when they
@@ -30,7 +51,11 @@ impl SearchIndex {
         offset: usize,
         limit: usize,
     ) -> (usize, Vec<&str>) {
-        let mut slots = self.filter_slots(query, public_only, MAX_EXAMINED);
+        let slots = self.filter_slots(query, public_only, MAX_EXAMINED);
+        self.page(slots, newest_first, offset, limit)
+    }
+
+    fn page(&self, mut slots: Vec<u32>, newest_first: bool, offset: usize, limit: usize) -> (usize, Vec<&str>) {
         let total = slots.len();
         let end = offset.saturating_add(limit).min(total);
         if offset >= end {
@@ -65,11 +90,18 @@ impl SearchIndex {
     }
 
     fn filter_slots(&self, query: &str, public_only: bool, budget: usize) -> Vec<u32> {
-        self.filter_counted(query, public_only, budget).0
+        self.filter_counted(query, public_only, budget, MAX_TEXT_READ).0
     }
 
-    /// `filter_slots`, and the postings it counted as read (text reads included).
-    fn filter_counted(&self, query: &str, public_only: bool, budget: usize) -> (Vec<u32>, usize) {
+    /// `filter_slots` with `text_budget` for the text checks; also what those read (in units of `CHECK_POSTINGS`),
+    /// and whether a term was ignored because they would have read more.
+    fn filter_counted(
+        &self,
+        query: &str,
+        public_only: bool,
+        budget: usize,
+        text_budget: usize,
+    ) -> (Vec<u32>, usize, bool) {
         let mut terms = filter_terms(query);
         // Selective terms first, so later terms only check a few candidates: hashtags, then the terms the
         // vocabulary narrows (longest first), then those without a word, which only the text can tell.
@@ -102,12 +134,11 @@ impl SearchIndex {
             }
         }
         let candidates = candidates.unwrap_or_else(|| {
-            examined += self.slots.len();
             (0..self.slots.len() as u32)
                 .filter(|&slot| self.visible(slot, public_only))
                 .collect()
         });
-        self.check_text(&unchecked, candidates, examined, budget)
+        self.check_text(&unchecked, candidates, text_budget)
     }
 
     /// The links that may match `term`, and whether they all do (else their text must be checked); adds the
@@ -162,23 +193,17 @@ impl SearchIndex {
         found.into_iter().filter(|&slot| mark[slot as usize]).collect()
     }
 
-    /// The links of `current` matching every one of `terms`, one term at a time over the links still in. Checking
-    /// a link's text counts as reading postings (`CHECK_POSTINGS`, `TEXT_BYTES_PER_POSTING`): a term whose reads take
-    /// `examined` past `budget` is ignored (the links it had ruled out so far are kept), and so are the terms after
-    /// it, as for the index's own terms. Without that, sixteen terms over every link of an account with long notes
-    /// would read each note sixteen times.
-    fn check_text(
-        &self,
-        terms: &[&FilterTerm],
-        mut current: Vec<u32>,
-        mut examined: usize,
-        budget: usize,
-    ) -> (Vec<u32>, usize) {
+    /// The links of `current` matching every one of `terms`, one term at a time over the links still in; what the
+    /// checks read (`CHECK_POSTINGS`, `TEXT_BYTES_PER_POSTING`); and whether a term was ignored: one whose checks
+    /// take the reads past `budget` is, with the links it had ruled out so far kept, and so are the terms after it.
+    /// Without a bound, sixteen terms over every link of an account with long notes read each note sixteen times.
+    fn check_text(&self, terms: &[&FilterTerm], mut current: Vec<u32>, budget: usize) -> (Vec<u32>, usize, bool) {
         let mut scratch = String::new();
+        let mut read = 0;
         for term in terms {
             match term {
                 FilterTerm::Tag(tag) => {
-                    examined += current.len();
+                    read += current.len();
                     current.retain(|&slot| self.has_tag(slot, tag));
                 }
                 FilterTerm::Substring(text) => {
@@ -187,11 +212,10 @@ impl SearchIndex {
                     for &slot in &current {
                         let haystack = self.text_of(slot, &mut scratch).as_bytes();
                         let found = finder.find(haystack);
-                        let read = found.map_or(haystack.len(), |at| at + text.len());
-                        examined += CHECK_POSTINGS + read.div_ceil(TEXT_BYTES_PER_POSTING);
-                        if examined > budget {
-                            // This term and the rest are ignored: the links it had ruled out are kept.
-                            return (current, examined);
+                        let bytes = found.map_or(haystack.len(), |at| at + text.len());
+                        read += CHECK_POSTINGS + bytes.div_ceil(TEXT_BYTES_PER_POSTING);
+                        if read > budget {
+                            return (current, read, true);
                         }
                         if found.is_some() {
                             kept.push(slot);
@@ -201,7 +225,7 @@ impl SearchIndex {
                 }
             }
         }
-        (current, examined)
+        (current, read, false)
     }
 }
 
@@ -317,20 +341,22 @@ mod tests {
                 .sum();
             let longest = index.text_of(0, &mut scratch).len();
             // With room for every read, the answer is exact, and each term read (nearly) every note.
-            let (exact, read) = index.filter_counted(&query, false, usize::MAX);
+            let (exact, read, cut) = index.filter_counted(&query, false, usize::MAX, usize::MAX);
             assert_eq!(exact.len(), 1000);
+            assert!(!cut);
             assert!(read >= 16 * 1000 * (longest - 32) / 8, "read {read}");
             // Within a budget, the terms it cannot afford are ignored (the answer is wider), and little more is
             // read.
             for budget in [10_000, 100_000, 1_000_000] {
-                let (within, read) = index.filter_counted(&query, false, budget);
+                let (within, read, cut) = index.filter_counted(&query, false, usize::MAX, budget);
+                assert!(cut);
                 assert!(
                     read <= budget + super::CHECK_POSTINGS + longest / 8 + 1,
                     "read {read} of {budget}"
                 );
                 assert!(within.len() >= 1000);
             }
-            let (first_term_only, _) = index.filter_counted(&query, false, text_bytes / 8 + 7000);
+            let (first_term_only, _, _) = index.filter_counted(&query, false, usize::MAX, text_bytes / 8 + 7000);
             assert_eq!(
                 first_term_only.len(),
                 1000,
@@ -340,15 +366,46 @@ mod tests {
     }
 
     #[test]
+    fn a_bounded_page_declines_rather_than_widen_and_the_unbounded_one_is_exact() {
+        // 2,000 links with 4 KB notes have the word "book"; one has "rust-book": an ordinary query, whose check of
+        // every candidate's text reads ~8 MB (~1,000,000 units).
+        let mut index = SearchIndex::new();
+        for i in 0..2000 {
+            let mut doc = link(&format!("s{i}"), "a book", "https://x.example/", &[]);
+            let tail = if i == 7 { " rust-book" } else { " rust book" };
+            doc.note = Some("word ".repeat(800) + tail);
+            index.upsert_at(&format!("lnk_{i:04}"), doc, true, i);
+        }
+        assert_eq!(
+            index.filter_page("rust-book", false, true, 0, 20),
+            (1, vec!["lnk_0007"])
+        );
+        assert_eq!(sorted(index.filter("rust-book", false)), ["lnk_0007"]);
+        assert_eq!(
+            index.filter_page_bounded("rust-book", false, true, 0, 20, 500_000),
+            None
+        );
+        assert_eq!(
+            index.filter_page_bounded("rust-book", false, true, 0, 20, 4 << 20),
+            Some((1, vec!["lnk_0007"]))
+        );
+        // Nothing to read in the text: the bound never declines.
+        assert_eq!(
+            index.filter_page_bounded("rust", false, true, 0, 1, 0),
+            Some((2000, vec!["lnk_1999"]))
+        );
+    }
+
+    #[test]
     fn every_check_counts_however_short_its_read() {
         let mut index = SearchIndex::new();
         for i in 0..100 {
             index.upsert(&format!("lnk_{i}"), link("a-b", "x", "https://x.example/", &[]), true);
         }
         // Both terms are found at once in each slug; listing the links read 100 postings.
-        let (found, read) = index.filter_counted("- a-", false, usize::MAX);
+        let (found, read, _) = index.filter_counted("- a-", false, usize::MAX, usize::MAX);
         assert_eq!(found.len(), 100);
-        assert!(read >= 100 + 2 * 100 * super::CHECK_POSTINGS, "read {read}");
+        assert!(read >= 2 * 100 * super::CHECK_POSTINGS, "read {read}");
     }
 
     #[test]

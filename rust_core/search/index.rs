@@ -1,7 +1,7 @@
 //! The per-account search index: links stored in slots (their original text, for highlights and the
 //! substring checks of the filter) and two vocabularies (words, whole hashtags) with their postings.
-//! Normalized text is not kept: it would double the memory, and is cheap to recompute for the few links
-//! a filter checks one by one. Replaced or removed links leave stale postings, recognised by their
+//! Normalized text is kept only for links whose text is not all ASCII (normalizing it is ~30 ns a byte);
+//! ASCII text is only lowercased when a filter reads it, and keeping it twice would double the memory. Replaced or removed links leave stale postings, recognised by their
 //! generation and dropped when the index compacts, so an upsert costs O(size of the link) amortized.
 
 use super::matching::{DESCRIPTION, HASHTAGS, NOTE, SLUG, TITLE, URL};

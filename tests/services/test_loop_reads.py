@@ -147,6 +147,23 @@ def test_hits_with_long_text_to_highlight_are_searched_on_a_thread(
     assert all("<mark>needle</mark>" in hit["highlights"]["title"] for hit in found["hits"])
 
 
+def test_a_q_with_much_text_to_check_is_answered_on_a_thread(
+    client: TestClient, runtime: Runtime, alice: Account, now: Now, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caller = next(_callers(runtime, alice))
+    for note in ("rust book", "rust-book", "a book on rust"):
+        assert create(client, alice, title="book", note=note).status_code == 201
+    exact = ListParams(q="rust-book")
+    expected = links.list_links(runtime, caller, exact.model_dump())  # loads the index
+    assert [link["note"] for link in expected["data"]] == ["rust-book"]
+    assert orjson.dumps(now(links.list_links_now(runtime, caller, exact))) == orjson.dumps(expected)
+    # "rust-book" is checked in each candidate's text; "rust" needs no text: the index alone answers it.
+    monkeypatch.setattr(links, "LOOP_FILTER_TEXT", 10)
+    assert now(links.list_links_now(runtime, caller, exact)) is None
+    assert now(links.list_links_now(runtime, caller, ListParams(q="rust"))) is not None
+    assert links.list_links(runtime, caller, exact.model_dump()) == expected
+
+
 def test_a_search_index_behind_the_accounts_version_is_brought_up_on_a_thread(
     runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient, now: Now
 ) -> None:

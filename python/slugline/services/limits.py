@@ -69,7 +69,10 @@ def api_buckets(settings: Settings, caller: Caller | None, ip: str) -> list[Buck
     if caller is None:
         return [anonymous]
     rate = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}
-    own = (f"account:{caller.account_id}:{caller.scope}", rate.get(caller.plan, settings.rate_limit_anonymous))
+    # The account's id and the microsecond it was made: ids alone repeat across databases, and deployments (or test
+    # runs) sharing one Redis would spend each other's buckets.
+    account = f"{caller.account_id}.{int(caller.created_at.timestamp() * 1_000_000)}"
+    own = (f"account:{account}:{caller.scope}", rate.get(caller.plan, settings.rate_limit_anonymous))
     if caller.scope == "session" or caller.plan not in KEYED_PLANS:
         return [anonymous, own]
     return [own]

@@ -39,6 +39,7 @@ from slugline.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run, Tak
 from slugline.models import Account, Link, LinkRecord
 from slugline.runtime import Runtime
 from slugline.schemas import LinkCreate, LinkUpdate, ListParams, non_null_fields
+from slugline.searchindex import LOOP_FILTER_TEXT
 from slugline.services import events
 from slugline.services.paging import pagination
 from slugline.services.sqlhelpers import ids_in, match_ids
@@ -466,7 +467,18 @@ async def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dic
         if held is None:
             return None
         index_version, index = held
-        total, ids = _matches(index, caller, params)
+        offset = (params.page - 1) * params.per
+        found = index.filter_page(
+            params.q,
+            public_only=caller.public_only,
+            newest_first=params.dir == "desc",
+            offset=offset,
+            limit=params.per,
+            max_text=LOOP_FILTER_TEXT,
+        )
+        if found is None:  # long texts to check: a thread reads them, with the GIL released
+            return None
+        total, ids = found
         got = await versioned_now(rt, caller.account_id, by_ids(reader.dialect.name, caller, ids))
         if got is None or got[0] > index_version:  # the index is behind: the thread path brings it up
             return None
