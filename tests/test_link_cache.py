@@ -240,3 +240,16 @@ def test_making_room_keeps_the_newest_and_the_order_stays_small(
     assert "slug-4999" in cache._entries and len(cache) == 50
     cache._store("new", 3e9, entry)
     assert "new" in cache._entries and len(cache) == 51
+
+
+def test_an_answer_read_before_a_change_is_not_stored_after_it(runtime: Runtime) -> None:
+    """`invalidate` runs in other threads: the generation is checked under the lock that stores, so an answer whose
+    read began before the change can never be stored once the change has dropped the slug."""
+    cache = LinkCache(runtime.db, max_bytes=1 << 40)
+    entry = linkcache._entry("lnk_00000000001", "https://example.com/old", "public", None)
+    began = cache._generation
+    cache.invalidate("slug")  # the change commits while the SELECT is under way
+    cache._store("slug", 1e9, entry, began)
+    assert len(cache) == 0 and cache.bytes == 0
+    cache._store("slug", 1e9, entry, cache._generation)
+    assert len(cache) == 1

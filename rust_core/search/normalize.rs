@@ -49,13 +49,13 @@ thread_local! {
 
 /// Non-ASCII chars already normalized by this thread: the pipeline costs ~100 ns a char (its iterators, case
 /// folding and decomposition tables), a lookup a fraction of that, and text repeats its chars. At most
-/// `FOLDED_MAX` chars are kept (a few MiB), then it starts over.
+/// `FOLDED_MAX` chars are kept (~250 KiB: a worker has dozens of threads), then it starts over.
 #[derive(Default)]
 struct Folded {
     chars: HashMap<char, Box<str>>,
 }
 
-const FOLDED_MAX: usize = 1 << 16;
+const FOLDED_MAX: usize = 4096;
 
 impl Folded {
     fn push(&mut self, c: char, out: &mut String) {

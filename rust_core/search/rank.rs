@@ -235,7 +235,8 @@ impl SearchIndex {
             .unwrap_or_default()
     }
 
-    /// `search`, or None when highlighting its hits would read more than `max_text` (see `Doc::highlight_cost`):
+    /// `search`, or None when highlighting its hits would read more than `max_text` (`highlight_cost` of each hit,
+    /// times the query's terms):
     /// the caller then searches where a long wait holds up nobody else (a thread, with the GIL released).
     pub fn search_bounded(
         &self,
@@ -282,7 +283,12 @@ impl SearchIndex {
         let round = |score: f64| (score * 1e6).round() / 1e6;
         let score = |slot: u32| round(scores.total[slot as usize]);
         let best = best_first(&scores.matching, limit, score, |slot| self.id_of(slot));
-        let cost: usize = best.iter().map(|&(_, slot)| self.highlight_cost(slot)).sum();
+        // Every word of a hit's text is matched against every term.
+        let cost = best
+            .iter()
+            .map(|&(_, slot)| self.highlight_cost(slot))
+            .sum::<usize>()
+            .saturating_mul(terms.len());
         if cost > max_text {
             return None;
         }
@@ -399,6 +405,17 @@ mod tests {
         assert_eq!(index.search_bounded("needle", 10, false, ascii + accented - 1), None);
         // Only the hits returned count: the best one alone is within the bound.
         assert!(index.search_bounded("needle", 1, false, accented).is_some());
+        // Each term reads every word again.
+        let both = index.search("needle x", 10, false);
+        assert_eq!(both.0, 2);
+        assert_eq!(
+            index.search_bounded("needle x", 10, false, 2 * (ascii + accented)),
+            Some(both)
+        );
+        assert_eq!(
+            index.search_bounded("needle x", 10, false, 2 * (ascii + accented) - 1),
+            None
+        );
     }
 
     #[test]

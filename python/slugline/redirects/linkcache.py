@@ -121,12 +121,14 @@ class LinkCache:
         return await asyncio.shield(task)  # a client hanging up must not cancel the others' lookup
 
     def invalidate(self, slug: str, old_slug: str | None = None) -> None:
-        """A link hook: may run in any thread, after the change committed."""
-        self._generation = next(self._counter)
-        for name in (slug, old_slug):
-            if name is not None:
-                self._drop(name)
-                self._loading.pop(name, None)
+        """A link hook: may run in any thread, after the change committed. Under the lock `_store` checks the
+        generation under, so an answer read before the change is either stored before this drops it or not at all."""
+        with self._lock:
+            self._generation = next(self._counter)
+            for name in (slug, old_slug):
+                if name is not None:
+                    self._drop(name)
+                    self._loading.pop(name, None)
 
     def _forget(self, slug: str, done: asyncio.Task[Entry | None]) -> None:
         if self._loading.get(slug) is done:
@@ -145,8 +147,7 @@ class LinkCache:
             # than on every request. An older answer may predate a change made before the outage, so it is not served.
             self._store(slug, started + self._ttl, kept[1])
             return kept[1]
-        if generation == self._generation:  # a change raced the SELECT: serve this answer once, keep none
-            self._store(slug, started + self._ttl, entry)
+        self._store(slug, started + self._ttl, entry, generation)  # kept unless a change raced the SELECT
         return entry
 
     def _read_ahead(self, slug: str) -> None:
@@ -173,10 +174,8 @@ class LinkCache:
         except Exception as exc:  # each entry runs out and is read on its own, as without reading ahead
             log.debug("reading %d links ahead failed: %s", len(slugs), type(exc).__name__)
             return
-        if generation != self._generation:  # a change raced the SELECT: keep none of it
-            return
-        for slug in slugs:
-            self._store(slug, started + self._ttl, found.get(slug))
+        for slug in slugs:  # none kept if a change raced the SELECT
+            self._store(slug, started + self._ttl, found.get(slug), generation)
 
     def _select_many(self, slugs: list[str]) -> dict[str, Entry]:
         with self._db.engine.connect() as conn:
@@ -188,11 +187,14 @@ class LinkCache:
             row = conn.execute(_SELECT, {"slug": slug}).first()
         return None if row is None else _entry(*row)
 
-    def _store(self, slug: str, expires: float, entry: Entry | None) -> None:
+    def _store(self, slug: str, expires: float, entry: Entry | None, generation: int | None = None) -> None:
         """Keep the answer at the young end, making room within the budget from the old end (the expired first); an
-        answer larger than the whole budget is served but not kept."""
+        answer larger than the whole budget is served but not kept, nor one read before a change (`generation`, the
+        one its read began in, is no longer current)."""
         cost = _cost(slug, entry)
         with self._lock:
+            if generation is not None and generation != self._generation:
+                return
             self._drop(slug)
             if cost > self._max_bytes:
                 return
