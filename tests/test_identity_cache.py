@@ -209,3 +209,19 @@ def test_a_refusal_is_remembered_for_the_trust_period_within_its_own_bound() -> 
         cache.refuse(f"r{n}", "invalid or revoked API key", cache.ticket())
     assert cache.get("good", "http://sl.test") is not None
     assert [cache.refusal(f"r{n}") is not None for n in (996, 997, 998, 999)] == [False, True, True, True]
+
+
+def test_past_the_bound_the_oldest_tenth_goes_at_once_and_the_youngest_stay() -> None:
+    cache = IdentityCache(max_entries=100)
+    for n in range(100):
+        cache.put(f"d{n}", caller(n), cache.ticket())
+    assert len(cache) == 100
+    cache.put("d100", caller(100), cache.ticket())
+    assert len(cache) == 90
+    kept = [n for n in range(101) if cache.get(f"d{n}", "http://sl.test") is not None]
+    assert kept == list(range(11, 101))
+    cache.put("d11", caller(11), cache.ticket())  # stored again: now the youngest
+    for n in range(101, 112):
+        cache.put(f"d{n}", caller(n), cache.ticket())
+    assert cache.get("d11", "http://sl.test") is not None
+    assert cache.get("d12", "http://sl.test") is None
