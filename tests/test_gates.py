@@ -16,7 +16,7 @@ from slugline.gates import Busy, Gates
 from slugline.runtime import Runtime
 from slugline.services import accounts, callers, limits
 from slugline.settings import Settings
-from tests.helpers import LINKS, SQLITE_ONLY, ClientFactory
+from tests.helpers import BASE_URL, LINKS, SQLITE_ONLY, ClientFactory
 
 
 @pytest.mark.anyio
@@ -79,7 +79,7 @@ def test_searches_over_the_accounts_cap_are_429(make_client: ClientFactory) -> N
         for path, params in ((LINKS, {"q": "rust"}), ("/api/v1/search", {"q": "rust"})):
             refused = tc.get(path, params=params, headers=busy)
             assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
-            assert refused.json() == {"error": "too many searches under way for this account: retry in 1 s"}
+            assert refused.json() == {"error": f"too many {limits.EXPENSIVE} under way for this account: retry in 1 s"}
             assert tc.get(path, params=params, headers=other).status_code == 200
         assert tc.get(LINKS, headers=busy).status_code == 200  # a list without q is cheap: no slot needed
     finally:
@@ -161,8 +161,46 @@ def test_the_dashboards_search_takes_the_same_slot(make_client: ClientFactory) -
     try:
         refused = tc.get("/app/links", params={"q": "rust"})
         assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
-        assert "too many searches under way for this account" in refused.text
+        assert f"too many {limits.EXPENSIVE} under way for this account" in refused.text
         assert tc.get("/app/links").status_code == 200  # without q: cheap, no slot needed
     finally:
         _release(tc, slot)
     assert tc.get("/app/links", params={"q": "rust"}).status_code == 200
+
+
+@SQLITE_ONLY
+def test_analytics_and_click_logs_take_the_searches_slots(make_client: ClientFactory) -> None:
+    """Their work grows with the account's clicks, not with a page: over the cap they are refused like searches, on
+    every surface, and another account's are not."""
+    tc, rt = make_client(query_concurrency=1, busy_wait_seconds=0.05, public_url=BASE_URL)
+    made = accounts.register(rt, {"username": "analyst", "password": "long enough"}, plan="developer")
+    session = {"Authorization": f"Bearer {made['token']}"}
+    key = tc.post("/api/v1/api-key", json={"scope": "full"}, headers=session).json()["key"]
+    busy = {"Authorization": f"Bearer {key}"}
+    busy_id = callers.authenticate(rt, busy["Authorization"], BASE_URL).account_id
+    _, other = _account(tc, rt, "neighbour")
+    link = tc.post(LINKS, json={"destination_url": "https://example.org/"}, headers=busy).json()["id"]
+    tc.cookies.set("slugline_session", made["token"])
+    message = f"too many {limits.EXPENSIVE} under way for this account"
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_analytics", "arguments": {}}}
+    mcp = {**busy, "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    slot = limits.querying(rt, busy_id, "running")  # a search of this account's, still under way
+    _hold(tc, slot)
+    try:
+        for path in ("/api/v1/analytics", f"{LINKS}/{link}/clicks"):
+            refused = tc.get(path, headers=busy)
+            assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+            assert refused.json() == {"error": f"{message}: retry in 1 s"}
+            assert tc.get(path.replace(link, "lnk_00000000000"), headers=other).status_code in (200, 404)
+        assert tc.get("/api/v1/analytics", headers=other).status_code == 200
+        tool = tc.post("/mcp", json=call, headers=mcp).json()["result"]
+        assert tool["isError"] and message in tool["content"][0]["text"]
+        for page in ("/app/analytics", f"/app/links/{link}"):
+            refused = tc.get(page)
+            assert refused.status_code == 429 and message in refused.text
+    finally:
+        _release(tc, slot)
+    assert tc.get("/api/v1/analytics", headers=busy).status_code == 200
+    assert tc.get(f"{LINKS}/{link}/clicks", headers=busy).status_code == 200
+    assert tc.post("/mcp", json=call, headers=mcp).json()["result"]["isError"] is False
+    assert tc.get("/app/analytics").status_code == 200 and tc.get(f"/app/links/{link}").status_code == 200

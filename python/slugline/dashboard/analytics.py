@@ -9,9 +9,9 @@ from starlette.responses import Response
 
 from slugline.dashboard.charts import clicks_chart
 from slugline.dashboard.pages import render
-from slugline.dashboard.session import visitor
-from slugline.errors import ServiceError
-from slugline.services import analytics
+from slugline.dashboard.session import PageError, visitor
+from slugline.errors import RateLimited, ServiceError
+from slugline.services import analytics, limits
 
 router = APIRouter(include_in_schema=False)
 PERIODS = (7, 30, 90, 365)
@@ -23,7 +23,10 @@ async def analytics_page(request: Request) -> Response:
     caller = who.owner()
     query = {"days": request.query_params.get("days") or "30", "source": request.query_params.get("source") or None}
     try:
-        stats = await run_in_threadpool(analytics.get_analytics, who.rt, caller, query)
+        async with limits.analysing(who.rt, caller.account_id):  # the API's cap on analytics
+            stats = await run_in_threadpool(analytics.get_analytics, who.rt, caller, query)
+    except RateLimited as exc:
+        raise PageError.of(exc) from None
     except ServiceError as exc:
         return render(
             request,

@@ -64,10 +64,11 @@ async def link_page(request: Request, link_id: str) -> Response:
     caller = who.owner()
     days = request.query_params.get("days") or "30"
     try:
-        stats = await run_in_threadpool(analytics.get_analytics, who.rt, caller, {"days": days}, link_id)
+        async with limits.analysing(who.rt, caller.account_id):  # the API's cap on analytics
+            stats = await run_in_threadpool(analytics.get_analytics, who.rt, caller, {"days": days}, link_id)
+            latest = await run_in_threadpool(analytics.list_clicks, who.rt, caller, link_id, {"per": LATEST_CLICKS})
     except ServiceError as exc:
         raise PageError.of(exc) from None
-    latest = await run_in_threadpool(analytics.list_clicks, who.rt, caller, link_id, {"per": LATEST_CLICKS})
     chart = clicks_chart(stats["clicks"], f"Clicks per day of /{link['slug']}")
     return render(request, who, "link.html", link=link, stats=stats, latest=latest["data"], chart=chart)
 

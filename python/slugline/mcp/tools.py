@@ -52,6 +52,10 @@ def _query_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> Abstr
     return limits.querying(rt, caller.account_id, arguments.get("q"))
 
 
+def _analytics_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
+    return limits.analysing(rt, caller.account_id)
+
+
 async def _run(ctx: Context, operation: Operation, slot: Slot = _no_slot) -> Any:
     """Run a service call in a worker thread (inside `slot`, the account's cap for that kind of work); a
     ServiceError becomes a tool error carrying the REST message.
@@ -108,7 +112,7 @@ async def delete_link(ctx: Context) -> outputs.Deleted:
 
 
 async def get_analytics(ctx: Context) -> outputs.Analytics:
-    result: outputs.Analytics = await _run(ctx, analytics.get_analytics)
+    result: outputs.Analytics = await _run(ctx, analytics.get_analytics, _analytics_slot)
     return result
 
 

@@ -184,6 +184,9 @@ def query_cap(rt: Runtime) -> int:
     return max(1, min(rt.settings.query_concurrency, rt.db.threads - 1))
 
 
+EXPENSIVE = "searches and analytics queries"
+
+
 @asynccontextmanager
 async def querying(rt: Runtime, account_id: int, q: object) -> AsyncIterator[None]:
     """A slot for an expensive query (a search, or a list filtered with `q`, from the API, MCP or the dashboard): at
@@ -191,5 +194,15 @@ async def querying(rt: Runtime, account_id: int, q: object) -> AsyncIterator[Non
     if not (isinstance(q, str) and q.strip()):
         yield
         return
-    async with _capped(rt, f"query:{account_id}", query_cap(rt), "searches"):
+    async with _capped(rt, f"query:{account_id}", query_cap(rt), EXPENSIVE):
+        yield
+
+
+@asynccontextmanager
+async def analysing(rt: Runtime, account_id: int) -> AsyncIterator[None]:
+    """A slot for analytics or a page of a link's click log (API, MCP or dashboard). Their work grows with the
+    account's traffic, not with a page: unique visitors count the distinct hashes of every click in the period, and
+    a click-log page counts the link's clicks. So they share the searches' slots: one account's expensive queries of
+    every kind hold at most `query_cap` database threads of a worker."""
+    async with _capped(rt, f"query:{account_id}", query_cap(rt), EXPENSIVE):
         yield

@@ -3,15 +3,17 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.schemas import AnalyticsParams
-from slugline.services import analytics
+from slugline.services import analytics, limits
 from slugline.web.responses import JSON
 
 router = APIRouter(tags=["analytics"])
 
 
 @router.get("/analytics", summary="Clicks of the last `days` days: totals, daily series, devices, sources, top links")
-def get_analytics(rt: RuntimeDep, caller: ApiCaller, params: Annotated[AnalyticsParams, Query()]) -> JSON:
-    return JSON(analytics.get_analytics(rt, caller, params.model_dump(exclude_unset=True)))
+async def get_analytics(rt: RuntimeDep, caller: ApiCaller, params: Annotated[AnalyticsParams, Query()]) -> JSON:
+    async with limits.analysing(rt, caller.account_id):
+        return JSON(await run_in_threadpool(analytics.get_analytics, rt, caller, params.model_dump(exclude_unset=True)))

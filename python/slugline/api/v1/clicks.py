@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
 from slugline.schemas import PageParams
-from slugline.services import analytics
+from slugline.services import analytics, limits
 from slugline.web.responses import JSON
 
 router = APIRouter(prefix="/links", tags=["links"])
@@ -16,5 +17,6 @@ router = APIRouter(prefix="/links", tags=["links"])
     openapi_extra=query_schema(PageParams),
     summary="A link's clicks, newest first (bots included, as device 'bot')",
 )
-def list_clicks(rt: RuntimeDep, caller: ApiCaller, link_id: str, request: Request) -> JSON:
-    return JSON(analytics.list_clicks(rt, caller, link_id, dict(request.query_params)))
+async def list_clicks(rt: RuntimeDep, caller: ApiCaller, link_id: str, request: Request) -> JSON:
+    async with limits.analysing(rt, caller.account_id):
+        return JSON(await run_in_threadpool(analytics.list_clicks, rt, caller, link_id, dict(request.query_params)))
