@@ -44,8 +44,8 @@ class Settings(BaseSettings):
     rate_limit_password_hashes: int = Field(default=30, ge=1, description="argon2 hashes per minute per IP")
     # Bytes of rate-limit buckets each worker keeps in process (all of them without Redis, the fallback's with it).
     rate_limit_bytes: int = Field(default=16 << 20, ge=1 << 16)
-    # Per account and worker: concurrent auto_meta fetches and concurrent expensive queries (search, q, analytics and click logs); past the cap
-    # a request waits up to `busy_wait_seconds` for a slot, then gets 429.
+    # Per account and worker: concurrent auto_meta fetches and concurrent expensive queries (search, q, analytics,
+    # click logs); past the cap a request waits up to `busy_wait_seconds` for a slot, then gets 429.
     fetch_concurrency: int = Field(default=4, ge=1)
     query_concurrency: int = Field(default=4, ge=1)
     busy_wait_seconds: float = Field(default=2.0, ge=0, le=30)
