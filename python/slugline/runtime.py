@@ -13,6 +13,7 @@ from slugline.linkcounts import LinkCounts
 from slugline.ratelimit import RateLimiter, make_rate_limiter
 from slugline.searchindex import SearchCache
 from slugline.settings import Settings
+from slugline.visitorcounts import VisitorCounts
 
 # What the test-only `fetch_allow_private` setting lets the fetcher reach.
 LOOPBACK_NETWORKS = (ip_network("127.0.0.0/8"), ip_network("::1/128"))
@@ -28,6 +29,7 @@ class Runtime:
     gates: Gates = field(default_factory=Gates)  # per-account caps on concurrent fetches and searches
     identities: IdentityCache = field(default_factory=IdentityCache)  # tokens resolved in the last half second
     link_counts: LinkCounts = field(default_factory=LinkCounts)  # links per account, per links version
+    visitor_counts: VisitorCounts = field(default_factory=VisitorCounts)  # a day's unique visitors, while exact
     # Called with (slug, previous slug or None) after a link is saved or deleted in this worker.
     link_hooks: list[Callable[[str, str | None], None]] = field(default_factory=list)
 

@@ -1,19 +1,21 @@
 """Analytics and the click log of a link — scoped like links: a public key never sees hidden ones.
 
 Figures come from the `click_daily` roll-up and leave bots out; unique visitors are distinct visitor hashes
-in the click log. The hash's salt rotates daily, so a person counts once per day they visited.
+in the click log. The hash's salt rotates daily, so a person counts once per day they visited, and a day's count,
+once made, is remembered for as long as it stays exact (`slugline.visitorcounts`).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy import ColumnElement, Date, Select, cast, func, select
+from sqlalchemy.orm import Session
 
 from slugline.caller import Caller
 from slugline.clock import isoformat, utcnow
-from slugline.models import Click, ClickDaily, Link
+from slugline.models import Account, Click, ClickDaily, Link
 from slugline.runtime import Runtime
 from slugline.schemas import AnalyticsParams, PageParams
 from slugline.services.links import find_link, visible
@@ -46,6 +48,8 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: st
         return select(*columns, total).join(Link, Link.id == ClickDaily.link_id).where(*conds).group_by(*columns)
 
     with rt.db.session() as session:
+        # Read before the figures and before unique visitors are counted: see `slugline.visitorcounts`.
+        version = session.scalar(select(Account.links_version).where(Account.id == caller.account_id)) or 0
         per_day = {day: int(n) for day, n in session.execute(rollup(ClickDaily.day))}
         devices, sources = (
             session.execute(
@@ -58,7 +62,7 @@ def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: st
             .order_by(func.sum(ClickDaily.clicks).desc(), Link.id)
             .limit(TOP_LINKS)
         ).all()
-        unique = _unique_visitors(session, caller, first, source, link_id)
+        unique = _unique_visitors(rt, session, caller, version, per_day, source, link_id)
     series = [
         {"date": (first + timedelta(days=i)).isoformat(), "clicks": per_day.get(first + timedelta(days=i), 0)}
         for i in range(params.days)
@@ -89,18 +93,59 @@ def _with_other(name: str, rows: Any, total: int) -> list[dict[str, Any]]:
     return out
 
 
-def _unique_visitors(session: Any, caller: Caller, first: Any, source: str | None, link_id: str | None) -> int:
-    since = datetime.combine(first, time.min, tzinfo=UTC)
+def _unique_visitors(
+    rt: Runtime,
+    session: Session,
+    caller: Caller,
+    version: int,
+    per_day: dict[date, int],
+    source: str | None,
+    link_id: str | None,
+) -> int:
+    """The period's unique visitors: the sum of its days' (a visitor hash is one day's), each day's remembered while
+    the account's links version and the day's click total read the same (`slugline.visitorcounts`); the other days
+    are counted in one scan from the earliest of them. A day without clicks has no visitors."""
+    view = (caller.account_id, caller.public_only, link_id, source)
+    total, missing = 0, []
+    for day, clicks in per_day.items():
+        kept = rt.visitor_counts.get((*view, day), version, clicks)
+        if kept is None:
+            missing.append(day)
+        else:
+            total += kept
+    if missing:
+        counted = _count_days(session, caller, min(missing), source, link_id)
+        for day in missing:
+            visitors = counted.get(day, 0)
+            rt.visitor_counts.put((*view, day), version, per_day[day], visitors)
+            total += visitors
+    return total
+
+
+def _count_days(
+    session: Session, caller: Caller, first: date, source: str | None, link_id: str | None
+) -> dict[date, int]:
+    """Distinct visitor hashes per day (UTC) of the clicks from `first` on, bots left out."""
+    day: ColumnElement[Any]
+    if session.get_bind().dialect.name == "postgresql":
+        day = cast(func.timezone("UTC", Click.clicked_at), Date)
+    else:  # stored as ISO text, UTC
+        day = func.substr(Click.clicked_at, 1, 10)
     stmt = (
-        select(func.count(func.distinct(Click.visitor)))
+        select(day, func.count(func.distinct(Click.visitor)))
         .join(Link, Link.id == Click.link_id)
-        .where(*visible(caller), Click.clicked_at >= since, Click.device != "bot")
+        .where(
+            *visible(caller),
+            Click.clicked_at >= datetime.combine(first, time.min, tzinfo=UTC),
+            Click.device != "bot",
+        )
+        .group_by(day)
     )
     if source is not None:
         stmt = stmt.where(Click.source == source)
     if link_id is not None:
         stmt = stmt.where(Click.link_id == link_id)
-    return int(session.scalar(stmt) or 0)
+    return {d if isinstance(d, date) else date.fromisoformat(d): int(n) for d, n in session.execute(stmt)}
 
 
 def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""A day's unique visitors for one view of an account, remembered with the two facts that keep it exact.
+
+Unique visitors are the distinct visitor hashes of a period's clicks, bots left out. Counting them means reading
+every click row of the period: `/analytics` over an account's million clicks took seconds. The hash's salt is the
+day's, so one person is a different hash each day, and a period's count is the sum of its days' counts. A view is the
+account's links as a full or a public-only key sees them, or one link, with every source or one.
+
+A day's count is kept with what was read before it was counted:
+- the account's `links_version`. Every link write bumps it in its own transaction: a deleted link takes its clicks
+  with it, and a visibility change moves a link's clicks in or out of a public-only view.
+- the view's non-bot click total of that day in `click_daily`. The click writer adds to it in the transaction that
+  adds the click rows. Without a link write, a day's click rows only grow, and its total with them.
+
+A later request uses the count only when it reads the same version and the same total, on any worker or host. A
+click or link write committed while the count was being made leaves the entry looking stale, never fresh: the
+version and total it is stored with are older than the rows it counted. At most `MAX_ENTRIES` counts are kept (a
+few hundred bytes each, a source at most 255 characters), the least recently used first out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from datetime import date
+
+MAX_ENTRIES = 20_000  # a 365-day view takes at most 365
+
+# (account id, public-only view, link id or None, source or None, day)
+Key = tuple[int, bool, str | None, str | None, date]
+
+
+class VisitorCounts:
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._max = max_entries
+        self._counts: OrderedDict[Key, tuple[int, int, int]] = OrderedDict()  # (version, day's clicks, visitors)
+        self._lock = threading.Lock()
+
+    def get(self, key: Key, version: int, clicks: int) -> int | None:
+        """The count stored under exactly this links version and this click total of the day, or None."""
+        with self._lock:
+            found = self._counts.get(key)
+            if found is None or found[:2] != (version, clicks):
+                return None
+            self._counts.move_to_end(key)
+            return found[2]
+
+    def put(self, key: Key, version: int, clicks: int, visitors: int) -> None:
+        """Keep a count made after `version` and the day's `clicks` were read."""
+        with self._lock:
+            self._counts[key] = (version, clicks, visitors)
+            self._counts.move_to_end(key)
+            while len(self._counts) > self._max:
+                self._counts.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._counts)
