@@ -13,7 +13,9 @@ A day's count is kept with what was read before it was counted:
 
 A later request uses the count only when it reads the same version and the same total, on any worker or host. A
 click or link write committed while the count was being made leaves the entry looking stale, never fresh: the
-version and total it is stored with are older than the rows it counted. At most `MAX_ENTRIES` counts are kept (a
+version and total it is stored with are older than the rows it counted. Any link write counts, even one that cannot
+change a visitor count (a new link, a title): an account whose links change between two views has its whole period
+counted again, as every view was before. At most `MAX_ENTRIES` counts are kept (a
 few hundred bytes each, a source at most 255 characters), the least recently used first out.
 """
 
@@ -21,12 +23,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from datetime import date
+from datetime import date, datetime
 
 MAX_ENTRIES = 20_000  # a 365-day view takes at most 365
 
-# (account id, public-only view, link id or None, source or None, day)
-Key = tuple[int, bool, str | None, str | None, date]
+# (account id, account created at, public-only view, link id or None, source or None, day): an id alone may name
+# another account later (SQLite reuses the id of the newest row deleted), whose links version starts over.
+Key = tuple[int, datetime, bool, str | None, str | None, date]
 
 
 class VisitorCounts:

@@ -105,7 +105,7 @@ def _unique_visitors(
     """The period's unique visitors: the sum of its days' (a visitor hash is one day's), each day's remembered while
     the account's links version and the day's click total read the same (`slugline.visitorcounts`); the other days
     are counted in one scan from the earliest of them. A day without clicks has no visitors."""
-    view = (caller.account_id, caller.public_only, link_id, source)
+    view = (caller.account_id, caller.created_at, caller.public_only, link_id, source)
     total, missing = 0, []
     for day, clicks in per_day.items():
         kept = rt.visitor_counts.get((*view, day), version, clicks)

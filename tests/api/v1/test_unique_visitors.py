@@ -3,7 +3,7 @@ link and a visibility change are seen at once, whichever worker made them, howev
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 from starlette.testclient import TestClient
 
@@ -70,7 +70,7 @@ def test_a_count_is_served_only_under_the_version_and_total_it_was_made_under(
     visit(client, "uv-d", range(2))
     assert figures(client, alice) == (2, 2)
     counts = runtime.visitor_counts
-    (key,) = [k for k in counts._counts if k[2] is None and k[3] is None and not k[1]]
+    (key,) = [k for k in counts._counts if k[3] is None and k[4] is None and not k[2]]
     version, clicks, _ = counts._counts[key]
     counts.put(key, version, clicks, 99)  # what is remembered is what is served, while both still read the same
     assert figures(client, alice) == (2, 99)
@@ -80,7 +80,8 @@ def test_a_count_is_served_only_under_the_version_and_total_it_was_made_under(
 
 def test_the_remembered_counts_are_bounded_least_recently_used_first_out() -> None:
     counts = VisitorCounts(max_entries=3)
-    keys = [(1, False, None, None, date(2026, 1, day)) for day in range(1, 6)]
+    born = datetime(2026, 1, 1, tzinfo=UTC)
+    keys = [(1, born, False, None, None, date(2026, 1, day)) for day in range(1, 6)]
     for key in keys[:3]:
         counts.put(key, 7, 10, 5)
     assert counts.get(keys[0], 7, 10) == 5  # used: now the most recent
