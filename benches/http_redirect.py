@@ -14,6 +14,8 @@ What one click costs Slugline's workers is read from /proc: the CPU of the servi
 thread per request, over the `GET` rounds (a click each) and over one round of `HEAD` (which records none); the
 difference is the click's share. Everything the click costs in Rust and the database runs off the serving thread.
 The bare app's workers are read the same way over its own rounds, for the CPU a redirect costs with no Slugline.
+With `--database-url`, the CPU of every PostgreSQL server process on this machine over Slugline's rounds is
+printed per request too: the database's share of the clicks.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from httpbench import (
     lua_request,
     median,
     own_schema,
+    postgres_cpu,
     pro_account,
     slugline_env,
     start_granian,
@@ -76,7 +79,7 @@ def main() -> int:
                     body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}"}
                     client.post("/api/v1/links", json=body).raise_for_status()
             urls = {"nginx": nginx_url, "bare Granian": bare_base, "slugline": base}
-            results, cpu = measure(urls, script, args, {"bare Granian": bare, "slugline": server})
+            results, cpu, database_cpu = measure(urls, script, args, {"bare Granian": bare, "slugline": server})
             before_head = worker_threads_cpu(server)
             head_script = lua_request("HEAD", BROWSER) + lua_paths(paths)
             head = wrk(urls["slugline"], args.duration, args.connections, args.threads, head_script)
@@ -98,6 +101,9 @@ def main() -> int:
             f"{with_click[1]:.2f}; HEAD (no click) serving thread {without[0]:.2f}, other threads {without[1]:.2f}; "
             f"bare Granian GET serving thread {bare_cpu[0]:.2f}, other threads {bare_cpu[1]:.2f}"
         )
+        if args.database_url:
+            responses = sum(run.responses for run in results["slugline"])
+            print(f"  PostgreSQL server CPU per GET (the click's write): {database_cpu / responses * 1e6:.2f} µs")
         stored = count_clicks(env["SLUGLINE_DATABASE_URL"])
     # wrk's count misses requests still in flight when a run ends; the server answered (and recorded) those too.
     print(
@@ -112,28 +118,33 @@ Cpu = dict[tuple[int, int], float]
 
 def measure(
     urls: dict[str, str], script: str, args: argparse.Namespace, servers: dict[str, subprocess.Popen[bytes]]
-) -> tuple[dict[str, list[Run]], dict[str, tuple[Cpu, Cpu]]]:
-    """The runs of each server, and the workers' CPU of each of `servers` before and after its own runs (summed)."""
+) -> tuple[dict[str, list[Run]], dict[str, tuple[Cpu, Cpu]], float]:
+    """The runs of each server, the workers' CPU of each of `servers` before and after its own runs (summed), and
+    the CPU every PostgreSQL server process on this machine used over Slugline's runs (0 on SQLite)."""
     for url in urls.values():
         wrk(url, 2, args.connections, args.threads, script)  # warm-up, not counted
     results: dict[str, list[Run]] = {label: [] for label in urls}
     cpu: dict[str, tuple[Cpu, Cpu]] = {label: ({}, {}) for label in servers}
+    database = 0.0
     for round_no in range(args.rounds):
         for label, url in urls.items():
             server = servers.get(label)
             before = worker_threads_cpu(server) if server is not None else {}
+            database_before = postgres_cpu() if label == "slugline" and args.database_url else 0.0
             results[label].append(wrk(url, args.duration, args.connections, args.threads, script))
             if server is not None:
                 if label == "slugline":
                     time.sleep(1.2)  # the last clicks are flushed, and their CPU counted
                 after = worker_threads_cpu(server)
+                if label == "slugline" and args.database_url:
+                    database += postgres_cpu() - database_before
                 start, end = cpu[label]
                 for key, seconds in after.items():
                     start[key] = start.get(key, 0.0) + before.get(key, 0.0)
                     end[key] = end.get(key, 0.0) + seconds
             run = results[label][-1]
             print(f"round {round_no + 1} {label:12s} {run.rps:10.0f} req/s  p99 {run.p99_ms:7.2f} ms", flush=True)
-    return results, cpu
+    return results, cpu, database
 
 
 def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:

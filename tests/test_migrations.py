@@ -67,6 +67,39 @@ def test_on_postgresql_the_click_log_loses_its_key_and_gains_the_deleting_trigge
     engine.dispose()
 
 
+def _clicks_layout(engine: Engine) -> tuple[list[str], list[str], int]:
+    """The click log's primary key columns, its other indexes, and how many ids its sequence hands out at a time."""
+    found = inspect(engine)
+    with engine.connect() as conn:
+        cache = conn.execute(
+            text("SELECT seqcache FROM pg_sequence WHERE seqrelid = pg_get_serial_sequence('clicks', 'id')::regclass")
+        ).scalar_one()
+    indexes = sorted(index["name"] or "" for index in found.get_indexes("clicks"))
+    return found.get_pk_constraint("clicks")["constrained_columns"], indexes, int(cache)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_click_log_is_keyed_by_link_and_time(pg_url: str) -> None:
+    engine = create_engine(normalize_url(pg_url))
+    migrate.upgrade(engine)
+    assert _clicks_layout(engine) == (["link_id", "clicked_at", "id"], [], 1000)
+    with engine.begin() as conn:  # rows written before the downgrade survive it, and the upgrade after it
+        conn.execute(
+            text(
+                "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) "
+                "SELECT 'l' || n % 3, TIMESTAMPTZ '2026-11-26 00:00+00', 'desktop', 'Chrome', 'Linux', 'direct', NULL, "
+                "'v' FROM generate_series(1, 5) AS n"
+            )
+        )
+    _downgrade(engine, "0007")
+    assert _clicks_layout(engine) == (["id"], ["ix_clicks_link_time"], 1)
+    migrate.upgrade(engine)
+    assert _clicks_layout(engine) == (["link_id", "clicked_at", "id"], [], 1000)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(DISTINCT id) FROM clicks")).scalar_one() == 5
+    engine.dispose()
+
+
 def test_a_server_refuses_a_database_whose_schema_is_behind(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'behind.db'}"
     engine = create_engine(url)
