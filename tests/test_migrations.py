@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from alembic import command
 from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 from starlette.testclient import TestClient
 
 from slugline import migrate
@@ -97,6 +100,57 @@ def test_on_postgresql_the_click_log_is_keyed_by_link_and_time(pg_url: str) -> N
     assert _clicks_layout(engine) == (["link_id", "clicked_at", "id"], [], 1000)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(DISTINCT id) FROM clicks")).scalar_one() == 5
+    engine.dispose()
+
+
+NEW_KEY = "clicks_link_time_id"  # migration 0008's name for the key's index while it is built
+CLICK_ROW = (
+    "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) "
+    "VALUES ('l', now(), 'desktop', 'Chrome', 'Linux', 'direct', NULL, 'v')"
+)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_click_batches_go_on_while_the_new_key_is_built(pg_url: str) -> None:
+    """The key's index is built concurrently: while the build waits for a batch still writing, another batch is
+    written, where a plain rebuild's table lock (queued behind the first batch) would hold it back. An invalid index
+    left by a failed build is dropped first."""
+    engine = create_engine(normalize_url(pg_url))
+    migrate.upgrade(engine, "0007")
+    with engine.begin() as conn:
+        conn.execute(text(CLICK_ROW.replace("NULL", "'dup'")))
+        conn.execute(text(CLICK_ROW.replace("NULL", "'dup'")))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn, pytest.raises(IntegrityError):
+        conn.execute(text(f"CREATE UNIQUE INDEX CONCURRENTLY {NEW_KEY} ON clicks (referrer) WHERE referrer = 'dup'"))
+    failed: list[BaseException] = []
+
+    def upgrade() -> None:
+        try:
+            migrate.upgrade(engine)
+        except BaseException as exc:
+            failed.append(exc)
+
+    migration = threading.Thread(target=upgrade)
+    # pg_stat_activity reads as of a transaction's first look at it: the watcher takes each look in a new one
+    with engine.connect() as writing, engine.connect().execution_options(isolation_level="AUTOCOMMIT") as watching:
+        writing.execute(text(CLICK_ROW))  # a batch under way: its transaction stays open
+        migration.start()
+        waiting = text(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        deadline = time.monotonic() + 10
+        while not watching.execute(waiting).scalar_one() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert watching.execute(waiting).scalar_one() == 1
+        with engine.begin() as conn:  # another batch, while the migration waits
+            conn.execute(text("SET LOCAL lock_timeout = '2s'"))
+            conn.execute(text(CLICK_ROW))
+        writing.commit()
+        migration.join(30)
+    assert not migration.is_alive() and not failed
+    assert _clicks_layout(engine) == (["link_id", "clicked_at", "id"], [], 1000)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM clicks")).scalar_one() == 4
     engine.dispose()
 
 

@@ -8,8 +8,11 @@ index did (a link's clicks in a time range, a deleted link's clicks), and gives 
 is shown (newest first, `id` breaking ties) without a sort. Ids come in no particular order across connections:
 nothing reads them but that tie-break. SQLite is unchanged: there `id` is the rowid itself, no index of its own.
 
-Rebuilding the key reads the whole click log once, with the table locked; click batches wait for it in memory
-(`SLUGLINE_CLICK_BUFFER_BYTES`).
+The new key's index is built first, concurrently (outside the migration's transaction: click batches, link edits
+and analytics go on meanwhile), then swapped in as the primary key, which locks the table only for a moment. A plain
+`ADD PRIMARY KEY` would lock the click log for the whole build, and a click batch waiting on that lock holds its
+links' row locks, so edits of every link clicked just then would wait as long. A build that failed leaves an invalid
+index behind, which the next run drops first. The downgrade rebuilds the old index and key inside its transaction.
 
 Revision ID: 0008
 Revises: 0007
@@ -26,12 +29,18 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 IDS_CACHED = 1000  # ids a connection takes from the sequence at a time
+NEW_KEY = "clicks_link_time_id"  # the new key's index while it is built; the key takes its own name
 
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute("ALTER TABLE clicks DROP CONSTRAINT clicks_pkey, ADD PRIMARY KEY (link_id, clicked_at, id)")
+    with op.get_context().autocommit_block():
+        op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {NEW_KEY}")
+        op.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {NEW_KEY} ON clicks (link_id, clicked_at, id)")
+    op.execute(
+        f"ALTER TABLE clicks DROP CONSTRAINT clicks_pkey, ADD CONSTRAINT clicks_pkey PRIMARY KEY USING INDEX {NEW_KEY}"
+    )
     op.drop_index("ix_clicks_link_time", table_name="clicks")
     _cache(IDS_CACHED)
 

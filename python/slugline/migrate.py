@@ -36,8 +36,10 @@ def alembic_config() -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Every migration up to `revision`, in one transaction that Alembic begins and commits: a migration may step out
+    of it for what PostgreSQL runs only outside one (0008 builds an index concurrently), committing what came before."""
     config = alembic_config()
-    with engine.begin() as connection:
+    with engine.connect() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 

@@ -15,17 +15,23 @@ A later request uses the count only when it reads the same version and the same 
 click or link write committed while the count was being made leaves the entry looking stale, never fresh: the
 version and total it is stored with are older than the rows it counted. Any link write counts, even one that cannot
 change a visitor count (a new link, a title): an account whose links change between two views has its whole period
-counted again, as every view was before. At most `MAX_ENTRIES` counts are kept (a
-few hundred bytes each, a source at most 255 characters), the least recently used first out.
+counted again, as every view was before. The counts take at most `MAX_BYTES`, each counted with its key's strings (a
+source is what a click's `utm_source` or referrer said: up to 255 characters, ~1 KB outside the BMP), and at most
+`MAX_ENTRIES` of them are kept; the least recently used go first.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from datetime import date, datetime
 
 MAX_ENTRIES = 20_000  # a 365-day view takes at most 365
+MAX_BYTES = 8 << 20
+# What an entry costs besides its strings: its place in the table, the key and value tuples, the datetime, the date
+# and the ints (tracemalloc: ~430 bytes; `tests/api/v1/test_unique_visitors.py` checks it covers them).
+ENTRY_BYTES = 512
 
 # (account id, account created at, public-only view, link id or None, source or None, day): an id alone may name
 # another account later (SQLite reuses the id of the newest row deleted), whose links version starts over.
@@ -33,9 +39,11 @@ Key = tuple[int, datetime, bool, str | None, str | None, date]
 
 
 class VisitorCounts:
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self._max = max_entries
+        self._max_bytes = max_bytes
         self._counts: OrderedDict[Key, tuple[int, int, int]] = OrderedDict()  # (version, day's clicks, visitors)
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key: Key, version: int, clicks: int) -> int | None:
@@ -50,10 +58,26 @@ class VisitorCounts:
     def put(self, key: Key, version: int, clicks: int, visitors: int) -> None:
         """Keep a count made after `version` and the day's `clicks` were read."""
         with self._lock:
+            if key not in self._counts:
+                self._bytes += _cost(key)
             self._counts[key] = (version, clicks, visitors)
             self._counts.move_to_end(key)
-            while len(self._counts) > self._max:
-                self._counts.popitem(last=False)
+            while len(self._counts) > self._max or self._bytes > self._max_bytes:
+                self._bytes -= _cost(self._counts.popitem(last=False)[0])
+
+    @property
+    def bytes(self) -> int:
+        """What the counts kept are counted at."""
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._counts)
+
+
+def _cost(key: Key) -> int:
+    link_id, source = key[3], key[4]
+    return (
+        ENTRY_BYTES
+        + (0 if link_id is None else sys.getsizeof(link_id))
+        + (0 if source is None else sys.getsizeof(source))
+    )

@@ -3,6 +3,7 @@ link and a visibility change are seen at once, whichever worker made them, howev
 
 from __future__ import annotations
 
+import tracemalloc
 from datetime import UTC, date, datetime
 
 from starlette.testclient import TestClient
@@ -90,3 +91,26 @@ def test_the_remembered_counts_are_bounded_least_recently_used_first_out() -> No
     assert len(counts) == 3
     assert counts.get(keys[1], 7, 10) is None  # the least recently used went
     assert counts.get(keys[0], 7, 10) == 5 and counts.get(keys[2], 7, 10) == 5
+
+
+def test_the_remembered_counts_keep_within_their_bytes_and_cost_no_more_than_counted() -> None:
+    """Sources are the clicks' to choose: 255 characters outside the BMP each, the budget still holds, and
+    `ENTRY_BYTES` with the strings' sizes covers what the entries really take."""
+    counts = VisitorCounts(max_bytes=1 << 20)
+    born = datetime(2026, 1, 1, tzinfo=UTC)
+    for i in range(10_000):
+        counts.put((i, born, False, f"lnk_{i:011d}", f"{i:06d}" + "\U0001f600" * 249, date(2026, 1, 1)), 7, 10, 5)
+        assert counts.bytes <= 1 << 20
+    assert 0 < len(counts) < 10_000
+    unbounded = VisitorCounts(max_entries=1 << 30, max_bytes=1 << 40)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(5_000):  # every string new, as read from the database
+            source = f"{i:06d}" + "\U0001f600" * 249 if i % 2 else f"src-{i}"
+            key = (i, datetime(2026, 1, 1, tzinfo=UTC), bool(i % 3), f"lnk_{i:011d}", source, date(2026, 1, 1 + i % 28))
+            unbounded.put(key, i + 10_000, i + 20_000, i + 30_000)
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert taken <= unbounded.bytes, (taken, unbounded.bytes)
