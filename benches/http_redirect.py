@@ -166,7 +166,7 @@ def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:
 def count_clicks(database_url: str) -> int:
     from sqlalchemy import create_engine, text
 
-    from slugline.db import normalize_url
+    from slugline.storage.db import normalize_url
 
     engine = create_engine(normalize_url(database_url))
     with engine.connect() as conn:

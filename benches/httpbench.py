@@ -170,7 +170,7 @@ def own_schema(database_url: str | None) -> Iterator[str | None]:
         return
     from sqlalchemy import create_engine, make_url, text
 
-    from slugline.db import normalize_url
+    from slugline.storage.db import normalize_url
 
     schema = f"bench_{uuid.uuid4().hex[:12]}"
     admin = create_engine(normalize_url(database_url))

@@ -28,14 +28,14 @@ import uvloop
 import bare_apps
 import http_api
 from httpbench import own_schema
-from slugline import migrate
+from slugline.accounts import service as accounts
 from slugline.app import create_app
 from slugline.runtime import Runtime
-from slugline.services import accounts
 from slugline.settings import Settings
+from slugline.storage import migrate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests, as in benches/abuse.py
-from tests.helpers import http_scope
+from tests.support.helpers import http_scope
 
 App = Callable[[dict[str, Any], Any, Any], Coroutine[Any, Any, None]]
 AGENT = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"

@@ -1,4 +1,4 @@
-"""One PostgreSQL round trip on the event loop's connections (`slugline.pgwire.Wire`), and what each of its settings
+"""One PostgreSQL round trip on the event loop's connections (`storage.pgwire.Wire`), and what each of its settings
 costs: CPU per statement in this process and in the server's backend (read from /proc), variants alternated.
 
     python benches/pg_roundtrip.py [--database-url postgresql://postgres@127.0.0.1:5432/test] [--reads 3000]
@@ -32,13 +32,13 @@ from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.dialects import postgresql
 
 from httpbench import own_schema
-from slugline import migrate
-from slugline.clock import isoformat
-from slugline.db import normalize_url
-from slugline.deadline import within
-from slugline.loopread import iso, named
-from slugline.pgwire import Pipe, Wire
-from slugline.services import links
+from slugline.common.clock import isoformat
+from slugline.common.deadline import within
+from slugline.links import service as links
+from slugline.storage import migrate
+from slugline.storage.db import normalize_url
+from slugline.storage.loopread import iso, named
+from slugline.storage.pgwire import Pipe, Wire
 
 TICKS = os.sysconf("SC_CLK_TCK")
 LINKS = 10_000

@@ -24,14 +24,14 @@ from typing import Any
 
 from sqlalchemy import insert, text
 
-from slugline import migrate
-from slugline.clock import utcnow
-from slugline.loopwrite import drive, session_run
-from slugline.models import Account, Link, LinkRecord
+from slugline.common.clock import utcnow
+from slugline.common.models import Account, Link, LinkRecord
+from slugline.links.service import write_new
 from slugline.runtime import Runtime
-from slugline.searchindex import SearchCache
-from slugline.services.links import write_new
+from slugline.search.cache import SearchCache
 from slugline.settings import Settings
+from slugline.storage import migrate
+from slugline.storage.loopwrite import drive, session_run
 
 WORST = {
     "26 one-letter terms": " ".join(string.ascii_lowercase),

@@ -21,13 +21,14 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from sqlalchemy import text
 
 from slugline import _core
-from slugline.caller import Caller
+from slugline.accounts import service as accounts
 from slugline.clicks.buffer import ClickRecorder
 from slugline.clicks.store import MAX_TEXT, write_batch
-from slugline.migrate import upgrade
+from slugline.common.caller import Caller
+from slugline.links import service as links
 from slugline.runtime import Runtime
-from slugline.services import accounts, links
 from slugline.settings import Settings
+from slugline.storage.migrate import upgrade
 
 BATCH = 1000
 AGENT = (

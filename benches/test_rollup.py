@@ -1,4 +1,4 @@
-"""Click classification and roll-up: the Rust core against the pure-Python reference (tests/reference.py).
+"""Click classification and roll-up: the Rust core against the pure-Python reference (tests/support/reference.py).
 
     python -m pytest benches/test_rollup.py --benchmark-only --timeout 0
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import pytest
-from tests import reference
+from tests.support import reference
 
 from slugline import _core
 

@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 import pytest
-from tests import reference
+from tests.support import reference
 
 from slugline import _core
 

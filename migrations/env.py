@@ -1,9 +1,9 @@
-"""Alembic environment: the URL and engine come from Slugline's settings (see slugline.migrate)."""
+"""Alembic environment: the URL and engine come from Slugline's settings (see slugline.storage.migrate)."""
 
 from alembic import context
 from sqlalchemy import Connection
 
-from slugline.models import Base
+from slugline.common.models import Base
 
 
 def run(connection: Connection) -> None:

@@ -1,5 +1,5 @@
 //! A link's JSON as the API shows it, written straight to bytes from the values a database row holds: the same
-//! bytes orjson gives for the dict `slugline.services.links.link_json` builds (its keys in its order, orjson's
+//! bytes orjson gives for the dict `slugline.links.service.link_json` builds (its keys in its order, orjson's
 //! escapes), so that a page of links costs no dict per link. A row in any other shape is the caller's to
 //! render (`write_link` says so with `None`).
 

@@ -15,14 +15,16 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
-from slugline import migrate
+from slugline.accounts import service as accounts
 from slugline.app import create_app
-from slugline.db import normalize_url
 from slugline.runtime import Runtime
-from slugline.services import accounts
 from slugline.settings import Settings
-from tests.e2e.server import Server, ServerFactory
-from tests.helpers import BASE_URL, POSTGRES_URL, REDIS_URL, Account, ClientFactory, make_settings, unavailable
+from slugline.storage import migrate
+from slugline.storage.db import normalize_url
+from tests.support.helpers import BASE_URL, POSTGRES_URL, REDIS_URL, Account, ClientFactory, make_settings, unavailable
+from tests.support.server import Server, ServerFactory
+
+pytest_plugins = ["tests.support.loop"]  # the `now` fixture: the loop paths driven on one event loop
 
 E2E_DIR = Path(__file__).parent / "e2e"
 E2E_TIMEOUT = 300  # seconds: a test here starts servers (with workers), runs migrations and waits for clicks
@@ -96,7 +98,7 @@ def pg_url() -> Iterator[str]:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/slugline.db"
+        return f"sqlite:///{tmp_path}/slugline.storage.db"
     url: str = request.getfixturevalue("pg_url")
     return url
 

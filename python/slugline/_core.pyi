@@ -103,7 +103,7 @@ def verify_password(password: str, encoded: str) -> bool:
 # ---- link JSON -----------------------------------------------------------------------------------
 
 def link_json_rows(rows: list[Any], base_url: str) -> list[bytes | None]:
-    """Each row's link JSON, the bytes orjson writes for ``slugline.services.links.link_json(row, base_url)``;
+    """Each row's link JSON, the bytes orjson writes for ``slugline.links.service.link_json(row, base_url)``;
     ``None`` for a row that is not a tuple of those 11 values in the shapes the event-loop readers give (text
     timestamps in SQLite's stored or PostgreSQL's UTC form, hashtags as a list or stored JSON text)."""
 

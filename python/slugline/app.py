@@ -20,16 +20,17 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
-from slugline import __version__, migrate
+from slugline import __version__
 from slugline.api import API_PREFIX, openapi, routers
 from slugline.clicks.buffer import recording
+from slugline.common.errors import ServiceError, describe_validation
 from slugline.dashboard import install as install_dashboard
-from slugline.errors import ServiceError, describe_validation
 from slugline.mcp import McpEndpoint
 from slugline.oauth.install import install as install_oauth
 from slugline.redirects.layer import RedirectLayer
 from slugline.runtime import Runtime
 from slugline.settings import Settings, get_settings
+from slugline.storage import migrate
 from slugline.web.proxies import behind_proxies
 from slugline.web.ratelimit import RateLimitMiddleware
 from slugline.web.responses import JSON, error

@@ -24,8 +24,8 @@ def _runtime() -> Runtime:
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
-    from slugline import migrate
-    from slugline.db import Database
+    from slugline.storage import migrate
+    from slugline.storage.db import Database
 
     db = Database(get_settings())  # no secret needed to change the schema
     migrate.upgrade(db.engine)
@@ -59,8 +59,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_accounts_create(args: argparse.Namespace) -> int:
-    from slugline.errors import ServiceError
-    from slugline.services import accounts
+    from slugline.accounts import service as accounts
+    from slugline.common.errors import ServiceError
 
     password = os.environ.get("SLUGLINE_NEW_PASSWORD") or getpass.getpass(f"password for {args.name}: ")
     try:
@@ -73,8 +73,8 @@ def cmd_accounts_create(args: argparse.Namespace) -> int:
 
 
 def cmd_accounts_set_plan(args: argparse.Namespace) -> int:
-    from slugline.errors import ServiceError
-    from slugline.services import accounts
+    from slugline.accounts import service as accounts
+    from slugline.common.errors import ServiceError
 
     try:
         accounts.set_plan(_runtime(), args.name, args.plan)

@@ -6,14 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network, IPv6Network, ip_network
 
-from slugline.db import Database
-from slugline.gates import Gates
-from slugline.identitycache import IdentityCache
-from slugline.linkcounts import LinkCounts
-from slugline.ratelimit import RateLimiter, make_rate_limiter
-from slugline.searchindex import SearchCache
+from slugline.accounts.identitycache import IdentityCache
+from slugline.analytics.visitors import VisitorCounts
+from slugline.limits.buckets import RateLimiter, make_rate_limiter
+from slugline.limits.gates import Gates
+from slugline.links.counts import LinkCounts
+from slugline.search.cache import SearchCache
 from slugline.settings import Settings
-from slugline.visitorcounts import VisitorCounts
+from slugline.storage.db import Database
 
 # What the test-only `fetch_allow_private` setting lets the fetcher reach.
 LOOPBACK_NETWORKS = (ip_network("127.0.0.0/8"), ip_network("::1/128"))

@@ -211,7 +211,7 @@ fn row_json<'py>(row: &Bound<'py, PyAny>, base_url: &str, out: &mut Vec<u8>) -> 
     Some(PyBytes::new(row.py(), out))
 }
 
-/// Each row's link JSON (`slugline.services.links.link_json`, as orjson writes it), or `None` for a row whose
+/// Each row's link JSON (`slugline.links.service.link_json`, as orjson writes it), or `None` for a row whose
 /// values are of other shapes (the caller renders those itself), and for every row when `base_url` is not
 /// exactly a `str`.
 #[pyfunction]

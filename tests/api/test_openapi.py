@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from slugline import patterns
-from slugline.schemas_out import Health
-from tests.helpers import SQLITE_ONLY
+from slugline.common import patterns
+from slugline.common.outputs import Health
+from tests.support.helpers import SQLITE_ONLY
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 HEALTH = {"$ref": "#/components/schemas/Health"}

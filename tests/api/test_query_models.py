@@ -15,9 +15,9 @@ from pydantic import BaseModel, Field
 
 from slugline.api import query
 from slugline.app import install_error_handlers
-from slugline.schemas import ListParams, SearchParams
+from slugline.common.inputs import ListParams, SearchParams
 from slugline.web.responses import JSON
-from tests.helpers import http_scope
+from tests.support.helpers import http_scope
 
 QUERIES = [
     "",

@@ -6,10 +6,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline import _core
-from slugline.caller import Caller
+from slugline.accounts import callers
+from slugline.accounts import service as accounts
+from slugline.common.caller import Caller
 from slugline.runtime import Runtime
-from slugline.services import accounts, callers
-from tests.helpers import SQLITE_ONLY, ClientFactory
+from tests.support.helpers import SQLITE_ONLY, ClientFactory
 
 pytestmark = SQLITE_ONLY  # the buckets live in memory: the store plays no part
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from slugline.errors import RateLimited
-from slugline.ratelimit import MemoryRateLimiter
+from slugline.accounts import service as accounts
+from slugline.common.errors import RateLimited
+from slugline.limits import rules as limits
+from slugline.limits.buckets import MemoryRateLimiter
 from slugline.runtime import Runtime
-from slugline.services import accounts, limits
-from tests.helpers import SQLITE_ONLY, ClientFactory
+from tests.support.helpers import SQLITE_ONLY, ClientFactory
 
 ME = "/api/v1/me"
 

@@ -1,5 +1,5 @@
 """The Python boundary of the Rust core: exception types, panics, argument types, GIL release.
-The algorithms themselves are tested in Rust (`cargo test`) and against tests/reference.py."""
+The algorithms themselves are tested in Rust (`cargo test`) and against tests/support/reference.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Rust core agrees with the pure-Python reference (tests/reference.py) on generated inputs."""
+"""The Rust core agrees with the pure-Python reference (tests/support/reference.py) on generated inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from slugline import _core
-from tests import reference
+from tests.support import reference
 
 WORDS = [
     "rust",

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from slugline import _core
-from slugline.services import links
+from slugline.links import service as links
 
 BASE = "http://sl.test"
 # Every escape orjson writes, the characters around them, and non-ASCII of every UTF-8 length.

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from tests.helpers import unavailable
+from tests.support.helpers import unavailable
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, ViewportSize

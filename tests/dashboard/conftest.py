@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
+from slugline.accounts import service as accounts
 from slugline.runtime import Runtime
-from slugline.services import accounts
 from tests.dashboard.pages import sign_up
 
 

@@ -18,7 +18,7 @@ import httpx
 from PIL import Image
 
 from tests.dashboard.browser import DESKTOP, PHONE, chromium
-from tests.e2e.server import Server, set_plan
+from tests.support.server import Server, set_plan
 
 LINKS = [
     ("rust-book", "https://doc.rust-lang.org/book/", "The Rust Programming Language", "rust, books", "public"),

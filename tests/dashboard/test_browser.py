@@ -14,7 +14,7 @@ import pytest
 
 from tests.dashboard.browser import DESKTOP, PHONE, chromium, require_browser
 from tests.dashboard.pages import PASSWORD
-from tests.e2e.server import Server, set_plan
+from tests.support.server import Server, set_plan
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

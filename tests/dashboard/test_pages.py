@@ -7,12 +7,12 @@ import time
 
 from starlette.testclient import TestClient
 
+from slugline.accounts import service as accounts
 from slugline.app import create_app
 from slugline.runtime import Runtime
-from slugline.services import accounts
 from slugline.settings import Settings
 from tests.dashboard.pages import PASSWORD, api_key, csrf_of, new_link, sign_up
-from tests.helpers import SQLITE_ONLY
+from tests.support.helpers import SQLITE_ONLY
 
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
+from slugline.accounts import service as accounts
 from slugline.app import create_app
 from slugline.runtime import Runtime
-from slugline.services import accounts
 from slugline.settings import Settings
 from tests.dashboard.pages import PASSWORD, csrf_of, new_link, sign_up
-from tests.helpers import SQLITE_ONLY, ClientFactory
+from tests.support.helpers import SQLITE_ONLY, ClientFactory
 
 
 def test_root_sends_visitors_to_sign_in_and_owners_to_their_links(client: TestClient) -> None:

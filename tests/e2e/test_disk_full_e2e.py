@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from slugline.db import UNAVAILABLE_MESSAGE
-from tests.e2e.faults import LIMITLESS, Load, settled, workers_of
-from tests.e2e.server import Server, ServerFactory, api, make_account, wait_for
+from slugline.storage.db import UNAVAILABLE_MESSAGE
+from tests.support.faults import LIMITLESS, Load, settled, workers_of
+from tests.support.server import Server, ServerFactory, api, make_account, wait_for
 
 DISK_BYTES = 32 << 20
 FULL_SECONDS = 5  # several flush rounds, past the point where a failing batch is retried one click at a time
@@ -134,7 +134,7 @@ def drained(server: Server) -> dict[str, int] | None:
 def test_full_disk(small_disk: Path, start_server: ServerFactory) -> None:
     filler = small_disk / "filler"
     filler.touch()  # while there is room for its inode
-    server = start_server(f"sqlite:///{small_disk}/slugline.db", **LIMITLESS)
+    server = start_server(f"sqlite:///{small_disk}/slugline.storage.db", **LIMITLESS)
     assert server.proc is not None
     worker = workers_of(server.proc.pid)
     keys = make_account(server, "full-disk")

@@ -12,7 +12,7 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
-from tests.e2e.faults import (
+from tests.support.faults import (
     LIMITLESS,
     Load,
     Postgres,
@@ -22,7 +22,7 @@ from tests.e2e.faults import (
     settled,
     workers_of,
 )
-from tests.e2e.server import Server, ServerFactory, api, make_account, wait_for
+from tests.support.server import Server, ServerFactory, api, make_account, wait_for
 
 __all__ = ["private_postgres", "private_redis"]  # fixtures
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from tests.e2e.server import ServerFactory, make_account
+from tests.support.server import ServerFactory, make_account
 
 SLOW_SECONDS = 3.0  # each fetch of the slow page (the fetcher gives up after 5 s)
 STORM = 50  # concurrent auto_meta creates by one account

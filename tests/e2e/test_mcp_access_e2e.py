@@ -6,11 +6,11 @@ import time
 
 import httpx
 import pytest
-from mcp import MCPError
 
-from tests.e2e.mcp_client import MODES, call, call_error, connect
-from tests.e2e.server import ServerFactory, make_account
-from tests.helpers import tampered
+from mcp import MCPError
+from tests.support.helpers import tampered
+from tests.support.mcp_client import MODES, call, call_error, connect
+from tests.support.server import ServerFactory, make_account
 
 pytestmark = pytest.mark.anyio
 INITIALIZE = {

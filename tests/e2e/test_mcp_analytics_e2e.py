@@ -9,8 +9,8 @@ import anyio
 import httpx
 import pytest
 
-from tests.e2e.mcp_client import MODES, call, call_error, connect
-from tests.e2e.server import Server, ServerFactory, make_account
+from tests.support.mcp_client import MODES, call, call_error, connect
+from tests.support.server import Server, ServerFactory, make_account
 
 pytestmark = pytest.mark.anyio
 BROWSER = {

@@ -6,12 +6,12 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import Client
 from mcp_types import Tool
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from tests.e2e.mcp_client import MODES, TOOL_NAMES, call, call_error, connect
-from tests.e2e.server import ServerFactory, make_account
+from mcp import Client
+from tests.support.mcp_client import MODES, TOOL_NAMES, call, call_error, connect
+from tests.support.server import ServerFactory, make_account
 
 pytestmark = pytest.mark.anyio
 

@@ -18,10 +18,10 @@ import anyio.to_thread
 import httpx
 import pytest
 
-from tests.e2e.mcp_client import TOOL_NAMES
-from tests.e2e.oauth_client import Person
-from tests.e2e.server import Keys, Server, ServerFactory, free_port, make_account
-from tests.helpers import unavailable
+from tests.support.helpers import unavailable
+from tests.support.mcp_client import TOOL_NAMES
+from tests.support.oauth_client import Person
+from tests.support.server import Keys, Server, ServerFactory, free_port, make_account
 
 PACKAGE, VERSION = "@modelcontextprotocol/inspector", "2.12.0"
 CACHE = Path(__file__).resolve().parents[2] / "node_modules" / ".inspector"

@@ -8,11 +8,11 @@ import re
 import httpx
 import pytest
 
-from tests.e2e.mcp_client import MODES, call, call_error
-from tests.e2e.mcp_client import connect as connect_key
-from tests.e2e.oauth_client import MemoryStorage, Person, connect, form_value, mcp_post, oauth_provider
-from tests.e2e.oauth_flow import authorize_url, by_hand, expire_tokens, pkce, stored_bytes
-from tests.e2e.server import ServerFactory, api, make_account
+from tests.support.mcp_client import MODES, call, call_error
+from tests.support.mcp_client import connect as connect_key
+from tests.support.oauth_client import MemoryStorage, Person, connect, form_value, mcp_post, oauth_provider
+from tests.support.oauth_flow import authorize_url, by_hand, expire_tokens, pkce, stored_bytes
+from tests.support.server import ServerFactory, api, make_account
 
 pytestmark = pytest.mark.anyio
 

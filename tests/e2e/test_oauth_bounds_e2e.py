@@ -9,8 +9,8 @@ import time
 
 import httpx
 
-from tests.e2e.oauth_client import REDIRECT_URI
-from tests.e2e.server import ServerFactory
+from tests.support.oauth_client import REDIRECT_URI
+from tests.support.server import ServerFactory
 
 DEADLINE = 1.0  # SLUGLINE_BODY_TIMEOUT_SECONDS of the server under test
 

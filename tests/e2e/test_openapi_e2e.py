@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.e2e.server import PASSWORD, ServerFactory, make_account
+from tests.support.server import PASSWORD, ServerFactory, make_account
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 CONFIG = Path(__file__).with_name("schemathesis.toml")

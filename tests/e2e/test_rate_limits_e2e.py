@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from tests.e2e.server import Server, ServerFactory
+from tests.support.server import Server, ServerFactory
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TABLE_BYTES = 1 << 16  # the smallest table the setting allows: a few hundred buckets

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.server import Server, ServerFactory, api, clicks_of, make_account, wait_for
+from tests.support.server import Server, ServerFactory, api, clicks_of, make_account, wait_for
 
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "

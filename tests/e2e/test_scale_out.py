@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from tests.e2e.server import ServerFactory, make_account
+from tests.support.server import ServerFactory, make_account
 
 
 def test_two_instances_share_limits_and_links(start_server: ServerFactory, database_url: str, redis_url: str) -> None:

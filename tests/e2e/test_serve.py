@@ -9,7 +9,7 @@ import sys
 
 import httpx
 
-from tests.e2e.server import ServerFactory, make_account
+from tests.support.server import ServerFactory, make_account
 
 
 def test_serve_end_to_end(start_server: ServerFactory, database_url: str) -> None:

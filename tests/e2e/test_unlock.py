@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.e2e.server import ServerFactory, api, clicks_of, make_account
+from tests.support.server import ServerFactory, api, clicks_of, make_account
 
 
 def test_password_link_form_cookie_and_rate_limit(start_server: ServerFactory) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.server import SECRET, Server
-from tests.helpers import IN_CI
+from tests.support.helpers import IN_CI
+from tests.support.server import SECRET, Server
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = Path(sys.executable).parent  # uv, auditwheel: `make` installs them beside the test interpreter
@@ -97,7 +97,7 @@ def find_python(minor: str) -> Path | None:
 
 PROBE = """
 from importlib.metadata import version
-import slugline._core as core, slugline.migrate as migrate
+import slugline._core as core, slugline.storage.migrate as migrate
 print(version("slugline"))
 print(migrate.migrations_dir())
 print(hasattr(core, "_panic") or hasattr(core.ClickBatch, "synthetic"))

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from slugline.dashboard.auth import safe_next
 from slugline.oauth import pending
 from slugline.runtime import Runtime
-from tests.helpers import Account
+from tests.support.helpers import Account
 
 REDIRECT = "http://localhost:3030/callback"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')

@@ -14,11 +14,11 @@ from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import AnyUrl
 from starlette.testclient import TestClient
 
-from slugline import fetcher
-from slugline.errors import RateLimited
+from slugline.common.errors import RateLimited
+from slugline.fetch import fetcher
 from slugline.oauth import documents
 from slugline.runtime import Runtime
-from tests.helpers import Account
+from tests.support.helpers import Account
 
 pytestmark = pytest.mark.anyio
 URL = "https://app.example/oauth/client.json"

@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from slugline.caller import Caller
-from slugline.models import Account
+from slugline.accounts import service as accounts
+from slugline.common.caller import Caller
+from slugline.common.models import Account
 from slugline.oauth import grants
 from slugline.oauth.tokens import CODE_PREFIX, REFRESH_PREFIX, Issued
 from slugline.runtime import Runtime
-from slugline.services import accounts
-from tests.helpers import BASE_URL, SQLITE_ONLY, ClientFactory
+from tests.support.helpers import BASE_URL, SQLITE_ONLY, ClientFactory
 
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 

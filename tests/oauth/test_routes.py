@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from slugline.bounds import MAX_CLIENT_LIST, MAX_REDIRECT_URIS, MAX_TITLE, MAX_URL
+from slugline.common.bounds import MAX_CLIENT_LIST, MAX_REDIRECT_URIS, MAX_TITLE, MAX_URL
 from slugline.oauth import documents
 from slugline.runtime import Runtime
 from slugline.web.request import MAX_BODY
-from tests.helpers import SQLITE_ONLY, ClientFactory
+from tests.support.helpers import SQLITE_ONLY, ClientFactory
 
 CHALLENGE = "x" * 43
 REDIRECT = "http://localhost:3030/callback"

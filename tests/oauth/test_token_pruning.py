@@ -8,12 +8,12 @@ from datetime import timedelta
 
 from sqlalchemy import func, select, update
 
-from slugline.clock import utcnow
-from slugline.models import Account
+from slugline.accounts import service as accounts
+from slugline.common.clock import utcnow
+from slugline.common.models import Account
 from slugline.oauth.models import OAuthGrant, OAuthToken
 from slugline.oauth.tokens import issue
 from slugline.runtime import Runtime
-from slugline.services import accounts
 
 RESOURCE = "http://testserver/mcp"
 

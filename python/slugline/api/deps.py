@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from slugline.caller import Caller
+from slugline.accounts import keys
+from slugline.accounts import service as accounts
+from slugline.common.caller import Caller
 from slugline.runtime import Runtime
-from slugline.services import accounts, keys
 from slugline.web.identity import identify
 from slugline.web.request import read_json
 

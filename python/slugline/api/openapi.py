@@ -11,9 +11,9 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
 from slugline.api.operations import DEGRADED, ERRORS, OPERATIONS, UNLISTED, Operation
-from slugline.schemas import LinkCreate, LinkUpdate, object_schema, properties, update_properties
-from slugline.schemas_out import Error
-from slugline.visibility import Visibility
+from slugline.common.inputs import LinkCreate, LinkUpdate, object_schema, properties, update_properties
+from slugline.common.outputs import Error
+from slugline.common.visibility import Visibility
 
 PASSWORD_WITH_VISIBILITY = [
     {"not": {"required": ["password"]}},

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from slugline import schemas_out as out
+from slugline.common import outputs as out
 
 Auth = Literal["key", "any", "optional", "none"]
 

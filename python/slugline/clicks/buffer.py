@@ -31,10 +31,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from slugline import _core
-from slugline.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.clicks.store import MAX_TEXT, SaltBook, reachable, write_batch
-from slugline.db import unavailable
+from slugline.common.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.runtime import Runtime
+from slugline.storage.db import unavailable
 
 log = logging.getLogger("slugline.clicks")
 

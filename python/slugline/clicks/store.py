@@ -14,9 +14,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 
 from slugline import _core
-from slugline.bounds import MAX_REFERRER, MAX_SOURCE
-from slugline.db import Database
-from slugline.models import VisitorSalt
+from slugline.common.bounds import MAX_REFERRER, MAX_SOURCE
+from slugline.common.models import VisitorSalt
+from slugline.storage.db import Database
 
 EPOCH = date(1970, 1, 1).toordinal()
 SALTS_KEPT = 3  # days of salts a worker remembers: today, and the days a late batch may still carry

@@ -7,11 +7,12 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from slugline.analytics import service as analytics
+from slugline.common.errors import RateLimited, ServiceError
 from slugline.dashboard.charts import clicks_chart
 from slugline.dashboard.pages import render
 from slugline.dashboard.session import PageError, visitor
-from slugline.errors import RateLimited, ServiceError
-from slugline.services import analytics, limits
+from slugline.limits import rules as limits
 
 router = APIRouter(include_in_schema=False)
 PERIODS = (7, 30, 90, 365)

@@ -7,12 +7,13 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from slugline.accounts import service as accounts
+from slugline.common.errors import ServiceError
+from slugline.common.inputs import Credentials
+from slugline.common.validation import parse
 from slugline.dashboard.pages import field_errors, read_form, redirect, render
 from slugline.dashboard.session import check_csrf, clear_session, set_session, visitor
-from slugline.errors import ServiceError
-from slugline.schemas import Credentials
-from slugline.services import accounts, limits
-from slugline.services.validation import parse
+from slugline.limits import rules as limits
 from slugline.web.request import client_ip
 
 router = APIRouter(include_in_schema=False)

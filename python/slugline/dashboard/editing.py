@@ -10,12 +10,12 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from slugline.common.errors import ServiceError
+from slugline.common.visibility import Visibility
 from slugline.dashboard.links import link_or_404
 from slugline.dashboard.pages import field_errors, read_form, redirect, render
 from slugline.dashboard.session import check_csrf, visitor
-from slugline.errors import ServiceError
-from slugline.services import links
-from slugline.visibility import Visibility
+from slugline.links import service as links
 
 router = APIRouter(include_in_schema=False)
 TEXT_FIELDS = ("title", "description", "note")

@@ -11,12 +11,15 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from slugline.analytics import service as analytics
+from slugline.common.errors import RateLimited, ServiceError
+from slugline.common.inputs import ListParams
 from slugline.dashboard.charts import clicks_chart
 from slugline.dashboard.pages import render
 from slugline.dashboard.session import PageError, visitor
-from slugline.errors import RateLimited, ServiceError
-from slugline.schemas import ListParams
-from slugline.services import analytics, limits, links, qr
+from slugline.limits import rules as limits
+from slugline.links import qr
+from slugline.links import service as links
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 20

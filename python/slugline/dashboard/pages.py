@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from slugline import __version__
+from slugline.common.errors import BadRequest
 from slugline.dashboard.session import CSRF_FIELD, Visitor, runtime, set_presession
-from slugline.errors import BadRequest
 from slugline.web.request import gather, header
 
 STATIC_VERSION = "1"  # in the asset names: a new version is a new name, so a cached old asset is never used

@@ -18,10 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from slugline import _core
-from slugline.caller import Caller
-from slugline.errors import ServiceError, Unauthorized
+from slugline.accounts import callers
+from slugline.accounts import service as accounts
+from slugline.common.caller import Caller
+from slugline.common.errors import ServiceError, Unauthorized
+from slugline.limits import rules as limits
 from slugline.runtime import Runtime
-from slugline.services import accounts, callers, limits
 from slugline.web.request import client_ip, request_base
 
 VISITOR_KEY = "slugline.visitor"  # the request's Visitor, on its ASGI scope

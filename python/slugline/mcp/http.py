@@ -22,12 +22,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from slugline.errors import ServiceError
+from slugline.accounts import service as accounts
+from slugline.common.errors import ServiceError
 from slugline.mcp import exchange
 from slugline.mcp.tools import CALLER_KEY, RUNTIME_KEY, build_server
 from slugline.oauth.routes import resource_metadata_url
 from slugline.runtime import Runtime
-from slugline.services import accounts
 from slugline.settings import Settings
 from slugline.web.identity import identify
 from slugline.web.request import MAX_BODY, read_body, replay, request_base

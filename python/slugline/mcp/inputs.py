@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slugline.schemas import AnalyticsParams, LinkCreate, ListParams, object_schema, update_properties
+from slugline.common.inputs import AnalyticsParams, LinkCreate, ListParams, object_schema, update_properties
 
 LINK_ID = {"type": "string", "description": "The link's id (lnk_...), as returned by list_links or create_link"}
 UPDATE_NOTE = " Send only the fields to change; null clears title, description, note or hashtags."

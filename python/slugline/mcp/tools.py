@@ -13,14 +13,18 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from slugline import __version__
-from slugline import schemas_out as outputs
-from slugline.caller import Caller
-from slugline.errors import Invalid, ServiceError
+from slugline.accounts import service as accounts
+from slugline.analytics import service as analytics
+from slugline.common import outputs
+from slugline.common.caller import Caller
+from slugline.common.errors import Invalid, ServiceError
+from slugline.limits import rules as limits
+from slugline.links import meta
+from slugline.links import service as links
 from slugline.mcp import inputs
 from slugline.runtime import Runtime
-from slugline.services import accounts, analytics, limits, links, meta
 
-CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
+CALLER_KEY = "slugline.common.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
 RUNTIME_KEY = "slugline.runtime"
 Operation = Callable[[Runtime, Caller, dict[str, Any]], dict[str, Any]]
 AsyncOperation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]

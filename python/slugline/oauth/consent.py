@@ -13,14 +13,14 @@ from mcp.shared.auth import OAuthClientInformationFull
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from slugline.caller import Caller
+from slugline.accounts import service as accounts
+from slugline.common.caller import Caller
+from slugline.common.errors import ServiceError
 from slugline.dashboard.pages import CSP, read_form, redirect, render
 from slugline.dashboard.session import PageError, Visitor, check_csrf, visitor
-from slugline.errors import ServiceError
 from slugline.oauth import grants, pending
 from slugline.oauth.provider import Provider
 from slugline.oauth.tokens import SCOPES
-from slugline.services import accounts
 from slugline.web.request import client_ip, request_base
 
 router = APIRouter(include_in_schema=False)

@@ -19,11 +19,11 @@ import orjson
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
-from slugline import fetcher
-from slugline.bounds import MAX_CLIENT_METADATA
+from slugline.common.bounds import MAX_CLIENT_METADATA
+from slugline.fetch import fetcher
+from slugline.limits import rules as limits
 from slugline.oauth import metadata
 from slugline.runtime import Runtime
-from slugline.services import limits
 
 MAX_DOCUMENT = MAX_CLIENT_METADATA  # bytes of one document (the draft expects a few hundred)
 CACHE_BUDGET = 1 << 20  # bytes of documents cached per worker

@@ -11,8 +11,8 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, select, update
 
-from slugline.caller import Caller
-from slugline.clock import isoformat, utcnow
+from slugline.common.caller import Caller
+from slugline.common.clock import isoformat, utcnow
 from slugline.oauth.models import OAuthGrant, OAuthToken
 from slugline.oauth.tokens import CODE_PREFIX, CODE_TTL, Issued, digest, expired, issue, new_token, well_formed
 from slugline.runtime import Runtime

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import orjson
 from mcp.shared.auth import OAuthClientInformationFull
 
-from slugline.bounds import MAX_CLIENT_LIST, MAX_CLIENT_METADATA, MAX_REDIRECT_URIS, MAX_TITLE, MAX_URL
-from slugline.patterns import CONTROL
+from slugline.common.bounds import MAX_CLIENT_LIST, MAX_CLIENT_METADATA, MAX_REDIRECT_URIS, MAX_TITLE, MAX_URL
+from slugline.common.patterns import CONTROL
 
 _CONTROL = re.compile(f"[{CONTROL}\\u007f]")
 _TEXTS = ("client_name", "scope", "software_id", "software_version")

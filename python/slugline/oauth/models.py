@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from slugline.bounds import MAX_TITLE, MAX_URL
-from slugline.models import Base, Timestamp
+from slugline.common.bounds import MAX_TITLE, MAX_URL
+from slugline.common.models import Base, Timestamp
 
 
 class OAuthClient(Base):

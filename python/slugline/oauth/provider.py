@@ -26,8 +26,8 @@ from pydantic import AnyUrl
 from sqlalchemy import select
 
 from slugline import _core
-from slugline.clock import as_utc, utcnow
-from slugline.errors import RateLimited
+from slugline.common.clock import as_utc, utcnow
+from slugline.common.errors import RateLimited
 from slugline.oauth import documents, grants, metadata, pending
 from slugline.oauth.models import OAuthClient
 from slugline.oauth.tokens import (

@@ -22,12 +22,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from slugline.errors import RateLimited, ServiceError
+from slugline.common.errors import RateLimited, ServiceError
+from slugline.limits.rules import ip_key
 from slugline.oauth import documents
 from slugline.oauth.provider import Provider
 from slugline.oauth.tokens import SCOPES, mcp_resource
 from slugline.runtime import Runtime
-from slugline.services.limits import ip_key
 from slugline.web.request import client_ip, read_body, replay, request_base
 
 PRM_PATH = "/.well-known/oauth-protected-resource"

@@ -15,10 +15,10 @@ from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
 from slugline import _core
-from slugline.caller import Caller, Scope
-from slugline.clock import as_utc, utcnow
-from slugline.errors import Unauthorized
-from slugline.models import Account
+from slugline.common.caller import Caller, Scope
+from slugline.common.clock import as_utc, utcnow
+from slugline.common.errors import Unauthorized
+from slugline.common.models import Account
 from slugline.oauth.models import OAuthGrant, OAuthToken
 from slugline.runtime import Runtime
 

@@ -16,14 +16,14 @@ from typing import Any
 
 from slugline import _core
 from slugline.clicks.buffer import ClickRecorder
-from slugline.db import unavailable
-from slugline.errors import RequestTimeout
+from slugline.common.errors import RequestTimeout
+from slugline.common.visibility import Visibility
 from slugline.redirects.accept import prefers_json
 from slugline.redirects.linkcache import Entry, LinkCache, Missing
 from slugline.redirects.unlock import Unlocker, form_page
 from slugline.redirects.urls import merge_query
 from slugline.runtime import Runtime
-from slugline.visibility import Visibility
+from slugline.storage.db import unavailable
 from slugline.web.request import client_ip
 from slugline.web.unavailable import send_unavailable
 

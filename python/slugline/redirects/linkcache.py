@@ -30,9 +30,9 @@ from typing import NamedTuple
 from sqlalchemy import bindparam, select
 from sqlalchemy import exc as sa_exc
 
-from slugline.db import Database, unavailable
-from slugline.models import Link
+from slugline.common.models import Link
 from slugline.redirects.urls import ascii_url
+from slugline.storage.db import Database, unavailable
 
 TTL = 0.9  # seconds; below the 1 s promise, leaving room for the SELECT itself
 AHEAD = 0.3  # seconds before it runs out that a hit has its entry read again, ahead of time

@@ -14,11 +14,11 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from slugline import _core
-from slugline.errors import PayloadTooLarge
-from slugline.ratelimit import Decision
+from slugline.common.errors import PayloadTooLarge
+from slugline.limits import rules as limits
+from slugline.limits.buckets import Decision
 from slugline.redirects.linkcache import Entry
 from slugline.runtime import Runtime
-from slugline.services import limits
 from slugline.web.request import collect
 
 COOKIE_SECONDS = 24 * 3600

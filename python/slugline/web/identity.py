@@ -13,11 +13,11 @@ import anyio.to_thread
 from starlette.types import Scope
 
 from slugline import _core
-from slugline.caller import Caller
-from slugline.errors import Unauthorized
+from slugline.accounts import callers
+from slugline.common.caller import Caller
+from slugline.common.errors import Unauthorized
 from slugline.oauth import tokens
 from slugline.runtime import Runtime
-from slugline.services import callers
 from slugline.web.request import header, request_base
 
 IDENTITY_KEY = "slugline.identity"
@@ -39,7 +39,7 @@ class Identity:
 
 async def identify(rt: Runtime, scope: Scope) -> Identity:
     """Resolved once per request: from this worker's identity cache without a thread when it can be trusted
-    (see `slugline.identitycache`), else from the database in one worker thread."""
+    (see `slugline.accounts.identitycache`), else from the database in one worker thread."""
     found: Identity | None = scope.get(IDENTITY_KEY)
     if found is None:
         found = _at_once(rt, scope)

@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 from starlette.types import Scope
 
-from slugline.ratelimit import Decision
+from slugline.limits import rules as limits
+from slugline.limits.buckets import Decision
 from slugline.runtime import Runtime
-from slugline.services import limits
 from slugline.web.identity import always_anonymous, identify
 from slugline.web.request import client_ip
 

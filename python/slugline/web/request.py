@@ -10,8 +10,8 @@ import orjson
 from starlette.datastructures import URL
 from starlette.types import Message, Receive, Scope
 
-from slugline.deadline import within
-from slugline.errors import BadRequest, PayloadTooLarge, RequestTimeout
+from slugline.common.deadline import within
+from slugline.common.errors import BadRequest, PayloadTooLarge, RequestTimeout
 from slugline.runtime import Runtime
 
 MAX_BODY = 1 << 20  # bytes of any request body

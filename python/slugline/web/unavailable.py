@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from slugline.db import UNAVAILABLE_MESSAGE, unavailable
+from slugline.storage.db import UNAVAILABLE_MESSAGE, unavailable
 
 log = logging.getLogger("slugline")
 RETRY_SECONDS = b"1"

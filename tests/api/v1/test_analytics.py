@@ -12,7 +12,7 @@ import zxingcpp
 from PIL import Image
 from starlette.testclient import TestClient
 
-from tests.helpers import CHROME, SQLITE_ONLY, Account, wait_for_total
+from tests.support.helpers import CHROME, SQLITE_ONLY, Account, wait_for_total
 
 
 def make_links(client: TestClient, who: Account) -> dict[str, dict[str, Any]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from slugline.services.analytics import OTHER, TOP_ENTRIES
-from tests.helpers import CHROME, Account, create, wait_for_total
+from slugline.analytics.service import OTHER, TOP_ENTRIES
+from tests.support.helpers import CHROME, Account, create, wait_for_total
 
 
 def test_sources_are_the_top_entries_and_one_other_row(client: TestClient, alice: Account) -> None:

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import SQLITE_ONLY, Account, ClientFactory, create
+from tests.support.helpers import SQLITE_ONLY, Account, ClientFactory, create
 
 pytestmark = SQLITE_ONLY  # what is tested is the fetching: the store plays no part
 PAGE = b"""<html><head><title>Plain title</title><meta property="og:title" content="OG Title">

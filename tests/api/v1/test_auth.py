@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import SQLITE_ONLY
+from tests.support.helpers import SQLITE_ONLY
 
 REGISTER = "/api/v1/auth/register"
 LOGIN = "/api/v1/auth/login"

@@ -6,9 +6,9 @@ import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from slugline.models import ApiKey
+from slugline.common.models import ApiKey
 from slugline.runtime import Runtime
-from tests.helpers import SQLITE_ONLY, Account
+from tests.support.helpers import SQLITE_ONLY, Account
 
 KEYS = "/api/v1/api-key"
 

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
+from slugline.links import service as link_service
 from slugline.runtime import Runtime
-from slugline.services import links as link_service
-from tests.helpers import LINKS, SQLITE_ONLY, Account, create
+from tests.support.helpers import LINKS, SQLITE_ONLY, Account, create
 
 BASE62 = re.compile(r"^[0-9A-Za-z]+$")
 LATER = datetime(2099, 1, 2, 3, 4, 5, tzinfo=UTC)  # what the service's clock says once the link exists

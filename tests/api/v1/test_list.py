@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import LINKS, SQLITE_ONLY, Account, create
+from tests.support.helpers import LINKS, SQLITE_ONLY, Account, create
 
 
 @pytest.fixture

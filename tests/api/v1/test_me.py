@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import SQLITE_ONLY, Account, tampered
+from tests.support.helpers import SQLITE_ONLY, Account, tampered
 
 
 @pytest.mark.parametrize("which", ["full", "public", "session"])

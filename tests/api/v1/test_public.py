@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from tests.helpers import Account, create
+from tests.support.helpers import Account, create
 
 
 def test_public_lookup_never_shows_the_note(client: TestClient, alice: Account) -> None:

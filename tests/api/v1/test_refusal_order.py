@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import SQLITE_ONLY
+from tests.support.helpers import SQLITE_ONLY
 
 MCP = "http://127.0.0.1/mcp"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import LINKS, Account, create
+from tests.support.helpers import LINKS, Account, create
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import SQLITE_ONLY, Account, create
+from tests.support.helpers import SQLITE_ONLY, Account, create
 
 SEARCH = "/api/v1/search"
 

@@ -1,4 +1,4 @@
-"""Unique visitors stay exact while a day's count is remembered (`slugline.visitorcounts`): new clicks, a deleted
+"""Unique visitors stay exact while a day's count is remembered (`slugline.analytics.visitors`): new clicks, a deleted
 link and a visibility change are seen at once, whichever worker made them, however the day's total moves."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from datetime import UTC, date, datetime
 
 from starlette.testclient import TestClient
 
+from slugline.accounts import callers
+from slugline.analytics import service as analytics
+from slugline.analytics.visitors import VisitorCounts
 from slugline.runtime import Runtime
-from slugline.services import analytics, callers
-from slugline.visitorcounts import VisitorCounts
-from tests.helpers import BASE_URL, CHROME, Account, ClientFactory, click_recorder, create
+from tests.support.helpers import BASE_URL, CHROME, Account, ClientFactory, click_recorder, create
 
 
 def visit(client: TestClient, slug: str, visitors: range) -> None:

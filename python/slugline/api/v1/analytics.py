@@ -5,9 +5,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 
+from slugline.analytics import service as analytics
 from slugline.api.deps import ApiCaller, RuntimeDep
-from slugline.schemas import AnalyticsParams
-from slugline.services import analytics, limits
+from slugline.common.inputs import AnalyticsParams
+from slugline.limits import rules as limits
 from slugline.web.responses import JSON
 
 router = APIRouter(tags=["analytics"])

@@ -5,9 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from slugline.api.deps import RuntimeDep, get_caller
-from slugline.schemas import AnalyzeParams
-from slugline.services import analyze as analyze_service
-from slugline.services import limits
+from slugline.common.inputs import AnalyzeParams
+from slugline.fetch import analyze as analyze_service
+from slugline.limits import rules as limits
 from slugline.web.request import client_ip
 from slugline.web.responses import JSON
 

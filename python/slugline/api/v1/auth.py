@@ -3,11 +3,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 
+from slugline.accounts import service as accounts
 from slugline.api.deps import JsonBody, RuntimeDep
 from slugline.api.openapi import body_schema
-from slugline.schemas import Credentials
-from slugline.services import accounts, limits
-from slugline.services.validation import parse
+from slugline.common.inputs import Credentials
+from slugline.common.validation import parse
+from slugline.limits import rules as limits
 from slugline.web.identity import identify
 from slugline.web.request import client_ip
 from slugline.web.responses import JSON

@@ -3,10 +3,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 
+from slugline.analytics import service as analytics
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
-from slugline.schemas import PageParams
-from slugline.services import analytics, limits
+from slugline.common.inputs import PageParams
+from slugline.limits import rules as limits
 from slugline.web.responses import JSON
 
 router = APIRouter(prefix="/links", tags=["links"])

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from slugline.accounts import keys
 from slugline.api.deps import JsonBody, KeyManager, RuntimeDep
 from slugline.api.openapi import body_schema
-from slugline.schemas import KeyRequest
-from slugline.services import keys
+from slugline.common.inputs import KeyRequest
 from slugline.web.responses import JSON
 
 router = APIRouter(tags=["account"])

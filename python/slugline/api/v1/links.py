@@ -8,8 +8,10 @@ from fastapi.concurrency import run_in_threadpool
 from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
 from slugline.api.openapi import body_schema
 from slugline.api.query import query_model, query_parameters
-from slugline.schemas import LinkCreate, LinkUpdate, ListParams
-from slugline.services import limits, links, meta
+from slugline.common.inputs import LinkCreate, LinkUpdate, ListParams
+from slugline.limits import rules as limits
+from slugline.links import meta
+from slugline.links import service as links
 from slugline.web.responses import JSON
 
 router = APIRouter(prefix="/links", tags=["links"])

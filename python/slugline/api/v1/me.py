@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from slugline.accounts import service as accounts
 from slugline.api.deps import AnyCaller
-from slugline.services import accounts
 from slugline.web.responses import JSON
 
 router = APIRouter(tags=["account"])

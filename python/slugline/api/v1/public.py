@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from slugline.api.deps import RuntimeDep
-from slugline.services import public
+from slugline.links import public
 from slugline.web.request import request_base
 from slugline.web.responses import JSON
 

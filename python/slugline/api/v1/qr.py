@@ -5,8 +5,8 @@ from starlette.responses import Response
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
-from slugline.schemas import QrParams
-from slugline.services import qr as qr_service
+from slugline.common.inputs import QrParams
+from slugline.links import qr as qr_service
 
 router = APIRouter(prefix="/links", tags=["links"])
 

@@ -7,9 +7,9 @@ from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.query import query_model, query_parameters
-from slugline.schemas import SearchParams
-from slugline.services import limits
-from slugline.services import search as search_service
+from slugline.common.inputs import SearchParams
+from slugline.limits import rules as limits
+from slugline.search import service as search_service
 from slugline.web.responses import JSON
 
 router = APIRouter(tags=["search"])

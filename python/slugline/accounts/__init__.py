@@ -1,0 +1,1 @@
+"""Accounts, sessions, API keys, and turning a Bearer token into a Caller."""

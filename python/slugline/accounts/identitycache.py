@@ -1,0 +1,137 @@
+"""Bearer tokens already resolved in this worker: token digest -> Caller, each answer trusted for under a second.
+
+The rule, which README's "Caching" section repeats for operators:
+- An entry is trusted for `TRUST_SECONDS` (< 1 s) from the moment the database read behind it *began*, and never
+  past a session token's expiry. After that the next request reads the database again. So a key revoked or rotated,
+  a session logged out, or a plan changed in another worker or instance (or with the CLI) is seen everywhere within
+  a second, with no message between processes: the database is the one source of truth, read at least once a
+  second per token in use.
+- A write made in this worker (revoke, rotate, logout, password change, plan change) drops the account's entries
+  at once, and bumps a generation so that a read which began before the write cannot store its older answer.
+- At most `max_entries` entries; past that the oldest stored go first, a tenth of the bound at a time, the table
+  made again from the rest (`_trim`): taking a dict's first key one eviction at a time walks past every slot emptied
+  since the table's last resize, ~9 µs an eviction at 10,000 entries, while a rebuild every thousand stores costs
+  each under a microsecond. An entry is a few hundred bytes, under
+  `MAX_BASE_URL` characters of base URL: the base comes from the request's Host header, which the client chooses
+  (a server accepted one of 400 KB), so a longer one is not kept with the entry (`get` puts each request's own on
+  the answer anyway). 10,000 entries stay under ~10 MB.
+- Refusals (401) are remembered for the same trust period, apart from the answers (so refused tokens cannot push
+  good ones out), at most `max_entries` of them. A refused token never becomes valid: keys and session tokens are
+  random and made before anyone holds them (a key created a moment ago has never been asked for), and a revoked or
+  expired one stays so. Only a refusal is remembered, never a failure to read.
+
+Read from the event loop (no I/O, one short lock), filled from the threads that read the database.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from slugline.common.caller import Caller
+
+TRUST_SECONDS = 0.5
+MAX_ENTRIES = 10_000
+MAX_BASE_URL = 512  # characters of base URL kept with an entry (a DNS name has at most 253)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """Taken before the database read whose answer `put` may store."""
+
+    generation: int
+    started: float
+
+
+class IdentityCache:
+    def __init__(
+        self,
+        max_entries: int = MAX_ENTRIES,
+        trust_seconds: float = TRUST_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < trust_seconds < 1:
+            raise ValueError("trust_seconds must be under one second: revocations must reach every worker within 1 s")
+        self.max_entries = max_entries
+        self.trust_seconds = trust_seconds
+        self._clock = clock
+        self._entries: dict[str, tuple[Caller, float]] = {}  # insertion order is age: the oldest is first out
+        self._refused: dict[str, tuple[str, float]] = {}  # digest -> (the 401's message, trusted until)
+        self._generation = 0
+        self._lock = threading.Lock()
+
+    def get(self, digest: str, base_url: str) -> Caller | None:
+        """The caller behind the token whose keyed hash is `digest`, if resolved here less than a trust period ago."""
+        found = self._entries.get(digest)
+        if found is None:
+            return None
+        caller, until = found
+        if self._clock() >= until:
+            with self._lock:
+                if self._entries.get(digest) is found:
+                    del self._entries[digest]
+            return None
+        return caller if caller.base_url == base_url else replace(caller, base_url=base_url)
+
+    def ticket(self) -> Ticket:
+        return Ticket(self._generation, self._clock())
+
+    def put(self, digest: str, caller: Caller, ticket: Ticket, valid_for: float | None = None) -> None:
+        """Keep `caller`, read from the database after `ticket` was taken, unless a write of this worker has
+        invalidated entries since; `valid_for` caps the trust (seconds left of a session token)."""
+        trust = self.trust_seconds if valid_for is None else min(self.trust_seconds, valid_for)
+        if trust <= 0:
+            return
+        if len(caller.base_url) > MAX_BASE_URL:
+            caller = replace(caller, base_url="")
+        with self._lock:
+            if ticket.generation != self._generation:
+                return
+            self._entries.pop(digest, None)
+            self._entries[digest] = (caller, ticket.started + trust)
+            self._entries = _trim(self._entries, self.max_entries)
+
+    def refusal(self, digest: str) -> str | None:
+        """The message of the 401 the token whose keyed hash is `digest` got less than a trust period ago, if any."""
+        found = self._refused.get(digest)
+        if found is None:
+            return None
+        message, until = found
+        if self._clock() >= until:
+            with self._lock:
+                if self._refused.get(digest) is found:
+                    del self._refused[digest]
+            return None
+        return message
+
+    def refuse(self, digest: str, message: str, ticket: Ticket) -> None:
+        """Remember that a read begun at `ticket` refused the token (401, with `message`)."""
+        with self._lock:
+            self._refused.pop(digest, None)
+            self._refused[digest] = (message, ticket.started + self.trust_seconds)
+            self._refused = _trim(self._refused, self.max_entries)
+
+    def forget_account(self, account_id: int) -> None:
+        """After a write that changes what the account's tokens may do (or whether they work)."""
+        with self._lock:
+            self._generation += 1
+            stale = [digest for digest, (caller, _) in self._entries.items() if caller.account_id == account_id]
+            for digest in stale:
+                del self._entries[digest]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _trim(table: dict[str, _T], bound: int) -> dict[str, _T]:
+    """`table` if within `bound`; else a new table of its youngest entries, a tenth of the bound fewer (only what
+    exceeds it, for bounds under ten). Readers on the event loop hold the old table or the new one, both whole."""
+    if len(table) <= bound:
+        return table
+    keep = bound - bound // 10
+    return dict(itertools.islice(table.items(), len(table) - keep, None))

@@ -1,0 +1,153 @@
+"""Accounts and session tokens, and the plan gate. A Bearer token becomes a Caller in `services.callers`; every write
+here that changes what an account's tokens may do tells it (`callers.forget`) once committed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from slugline import _core
+from slugline.accounts import callers
+from slugline.common.caller import Caller, Scope
+from slugline.common.clock import isoformat, utcnow
+from slugline.common.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
+from slugline.common.inputs import Credentials, Login, PasswordChange
+from slugline.common.models import Account, SessionToken
+from slugline.common.validation import parse
+from slugline.runtime import Runtime
+from slugline.settings import PLAN_RANK
+
+
+@cache
+def _dummy_hash() -> str:
+    """A real hash to verify against when the username is unknown, so a login takes the same time either way
+    (made on first use, not at import: every worker and CLI call would pay for it)."""
+    return _core.hash_password("slugline-timing-equaliser")
+
+
+def account_dict(account: Account, scope: Scope | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"username": account.username, "plan": account.plan}
+    if scope is not None:
+        out["scope"] = scope
+    out["created_at"] = isoformat(account.created_at)
+    return out
+
+
+def me(caller: Caller) -> dict[str, Any]:
+    """GET /me and the MCP tool get_me: the account behind the token, and the token's scope."""
+    return {
+        "username": caller.username,
+        "plan": caller.plan,
+        "scope": caller.scope,
+        "created_at": isoformat(caller.created_at),
+    }
+
+
+def _new_session(rt: Runtime, session: Session, account: Account) -> dict[str, Any]:
+    token = _core.generate_key("session")
+    now = utcnow()
+    session.execute(delete(SessionToken).where(SessionToken.account_id == account.id, SessionToken.expires_at <= now))
+    expires = now + timedelta(hours=rt.settings.session_hours)
+    session.add(
+        SessionToken(
+            account_id=account.id, token_hash=_core.hash_key(rt.secret, token), created_at=now, expires_at=expires
+        )
+    )
+    return {"account": account_dict(account), "token": token, "expires_at": isoformat(expires)}
+
+
+def register(rt: Runtime, data: Any, plan: str | None = None) -> dict[str, Any]:
+    creds = parse(Credentials, data)
+    username = creds.username.lower()
+    password_hash = _core.hash_password(creds.password)
+    try:
+        with rt.db.session() as session:
+            account = Account(
+                username=username,
+                password_hash=password_hash,
+                plan=plan or rt.settings.default_plan,
+                created_at=utcnow(),
+                links_version=0,
+            )
+            session.add(account)
+            session.flush()
+            return _new_session(rt, session, account)
+    except IntegrityError:
+        raise Conflict(f"username '{username}' is already taken") from None
+
+
+def login(rt: Runtime, data: Any) -> dict[str, Any]:
+    creds = parse(Login, data)  # registration's rules are not checked here: a name that breaks them is just wrong
+    with rt.db.session() as session:
+        account = session.scalar(select(Account).where(Account.username == creds.username.lower()))
+        ok = _core.verify_password(creds.password, account.password_hash if account else _dummy_hash())
+        if account is None or not ok:
+            raise Unauthorized("wrong username or password")
+        return _new_session(rt, session, account)
+
+
+def logout(rt: Runtime, caller: Caller, digest: str) -> dict[str, Any]:
+    """Revoke the session token the call was made with (`digest` is its keyed hash): it is refused from now on."""
+    if caller.scope != "session":
+        raise Forbidden("only a session token can be logged out; revoke an API key with DELETE /api-key")
+    with rt.db.session() as session:
+        session.execute(
+            delete(SessionToken).where(SessionToken.token_hash == digest, SessionToken.account_id == caller.account_id)
+        )
+    callers.forget(rt, caller.account_id)
+    return {"logged_out": True}
+
+
+def change_password(rt: Runtime, caller: Caller, data: Any, keep_digest: str | None = None) -> None:
+    """A new password for the caller's account, given the current one. Every other session is signed out (the one
+    whose keyed hash is `keep_digest` stays); API keys are untouched, they are revoked on their own."""
+    body = parse(PasswordChange, data)
+    with rt.db.session() as session:
+        account = session.get_one(Account, caller.account_id)
+        if not _core.verify_password(body.current_password, account.password_hash):
+            raise Invalid("current_password is not this account's password")
+        account.password_hash = _core.hash_password(body.new_password)
+        session.execute(
+            delete(SessionToken).where(
+                SessionToken.account_id == account.id, SessionToken.token_hash != (keep_digest or "")
+            )
+        )
+    callers.forget(rt, caller.account_id)
+
+
+def set_plan(rt: Runtime, username: str, plan: str) -> None:
+    if plan not in PLAN_RANK:
+        raise ValueError(f"plan must be one of {', '.join(PLAN_RANK)}")
+    with rt.db.session() as session:
+        account_id = session.scalar(
+            update(Account).where(Account.username == username.lower()).values(plan=plan).returning(Account.id)
+        )
+        if account_id is None:
+            raise NotFound(f"no account named '{username}'")
+    callers.forget(rt, account_id)
+
+
+def require_plan(caller: Caller) -> None:
+    """The plan gate for every call made with an API key (REST and MCP): developer or pro."""
+    if PLAN_RANK.get(caller.plan, 0) < PLAN_RANK["developer"]:
+        raise Forbidden(f"API access needs the developer plan or higher (this account is on '{caller.plan}')")
+
+
+def as_owner(caller: Caller) -> Caller:
+    """The owner signed in to the dashboard acts on the account's links with full access, after the same plan gate
+    as every API key: the web pages follow the API's plan rule."""
+    require_plan(caller)
+    return replace(caller, scope="full")
+
+
+def require_api_key(caller: Caller) -> None:
+    """Links, analytics, search and MCP take API keys only, of a plan that allows them."""
+    if caller.scope == "session":
+        raise Forbidden("session tokens only work for /me and /api-key; create an API key with POST /api-key")
+    require_plan(caller)

@@ -1,0 +1,1 @@
+"""Building blocks every layer shares: models, input and output schemas, bounds, patterns, visibility, errors, time."""

@@ -1,0 +1,342 @@
+"""Input models shared by REST, MCP and the docs: every bound and every field's help text lives here, once.
+
+The OpenAPI document and the MCP tool schemas are both generated from these models, so what a client is told is
+what the service enforces.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from slugline import _core
+from slugline.common import patterns
+from slugline.common.bounds import (
+    MAX_DAYS,
+    MAX_DESCRIPTION,
+    MAX_LINK_PASSWORD,
+    MAX_NOTE,
+    MAX_PAGE,
+    MAX_PASSWORD,
+    MAX_PER,
+    MAX_QR_MARGIN,
+    MAX_QR_SIZE,
+    MAX_QUERY,
+    MAX_SEARCH_LIMIT,
+    MAX_SLUG,
+    MAX_SOURCE,
+    MAX_TAG,
+    MAX_TAGS,
+    MAX_TITLE,
+    MAX_URL,
+    MAX_USERNAME,
+    MIN_LINK_PASSWORD,
+    MIN_PASSWORD,
+    MIN_QR_SIZE,
+    MIN_USERNAME,
+)
+from slugline.common.visibility import Visibility
+
+SortField = Literal["created_at", "updated_at", "title", "slug", "clicks"]
+Direction = Literal["asc", "desc"]
+KeyScope = Literal["full", "public"]
+_DESTINATION = re.compile(patterns.DESTINATION)
+_PAGE_URL = re.compile(patterns.PAGE_URL)
+
+
+def check_destination(url: str) -> str:
+    if len(url) > MAX_URL:  # before stripping: the documented maxLength counts what was sent
+        raise ValueError(f"destination_url must be at most {MAX_URL} characters")
+    url = url.strip()
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        raise ValueError("destination_url must not contain whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError as exc:
+        raise ValueError(f"destination_url is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError("destination_url must be an absolute http(s) URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("destination_url must not contain credentials")
+    if not _DESTINATION.fullmatch(url):  # what the schema promises, so a URL that passes it is never refused
+        raise ValueError(
+            "destination_url must be an http(s) URL with an ASCII host name or IPv4 address (punycode for "
+            "international names), an optional port, then the path"
+        )
+    return url
+
+
+def check_slug(slug: str) -> str:
+    problem = _core.slug_error(slug)
+    if problem:
+        raise ValueError(problem)
+    return slug
+
+
+def check_hashtags(tags: list[str]) -> list[str]:
+    if len(tags) > MAX_TAGS:
+        raise ValueError(f"hashtags may hold at most {MAX_TAGS} tags")
+    seen: dict[str, None] = {}
+    for raw in tags:
+        tag = raw.strip().lstrip("#")  # measured before lowercasing, which can lengthen a few characters
+        if not 1 <= len(tag) <= MAX_TAG:
+            raise ValueError(f"hashtags must each be 1-{MAX_TAG} characters (after '#' is stripped)")
+        if any(c.isspace() for c in tag):
+            raise ValueError(f"hashtag '{tag}' must not contain whitespace")
+        seen.setdefault(tag.lower())
+    return list(seen)
+
+
+Destination = Annotated[
+    str,
+    Field(
+        min_length=1,
+        description=f"Where the short link redirects: an absolute http(s) URL with a host, at most "
+        f"{MAX_URL} characters",
+        json_schema_extra={
+            "maxLength": MAX_URL,
+            "pattern": f"^[{patterns.SPACE}]*{patterns.DESTINATION[1:-1]}[{patterns.SPACE}]*$",
+        },
+    ),
+    AfterValidator(check_destination),
+]
+Slug = Annotated[
+    str,
+    Field(
+        description=f"The path of the short URL: 1-{MAX_SLUG} of A-Z a-z 0-9 _ -, case-sensitive, not a reserved "
+        "word (api, mcp, health, ...); on create, omit it to get a random 7-character slug",
+        json_schema_extra={"pattern": patterns.SLUG, "not": {"pattern": patterns.RESERVED_SLUG}},
+    ),
+    AfterValidator(check_slug),
+]
+Hashtags = Annotated[
+    list[str],
+    Field(
+        description=f"Up to {MAX_TAGS} tags of 1-{MAX_TAG} characters; a leading '#' is stripped, tags are "
+        "lowercased and de-duplicated",
+        json_schema_extra={"maxItems": MAX_TAGS, "items": {"type": "string", "pattern": patterns.HASHTAG}},
+    ),
+    AfterValidator(check_hashtags),
+]
+Title = Annotated[str, Field(max_length=MAX_TITLE, description=f"Title, at most {MAX_TITLE} characters")]
+Description = Annotated[
+    str, Field(max_length=MAX_DESCRIPTION, description=f"Description, at most {MAX_DESCRIPTION} characters")
+]
+Note = Annotated[
+    str,
+    Field(
+        max_length=MAX_NOTE,
+        description=f"Private note for the account, at most {MAX_NOTE} characters; never shown to visitors",
+    ),
+]
+VisibilityField = Annotated[
+    Visibility,
+    Field(
+        description="public: listed and redirects; unlisted: redirects but is not advertised; private: only the "
+        "account sees it and the short URL answers 404; password: visitors must enter the password"
+    ),
+]
+LinkPassword = Annotated[
+    str,
+    Field(
+        min_length=MIN_LINK_PASSWORD,
+        max_length=MAX_LINK_PASSWORD,
+        description=f"Password visitors must enter ({MIN_LINK_PASSWORD}-{MAX_LINK_PASSWORD} characters); required "
+        "when visibility is 'password'; write-only, never returned",
+    ),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, use_enum_values=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        """NUL cannot be stored (PostgreSQL refuses it in text), so it is refused on the way in."""
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, str) and "\x00" in item for item in items):
+            raise ValueError(f"{info.field_name} must not contain NUL characters")
+        return value
+
+
+class LinkUpdate(_Strict):
+    """Any subset of the link's fields; `null` clears title, description, note and hashtags."""
+
+    destination_url: Destination | None = None
+    slug: Slug | None = None
+    title: Title | None = None
+    description: Description | None = None
+    note: Note | None = None
+    hashtags: Hashtags | None = None
+    visibility: VisibilityField | None = None
+    password: LinkPassword | None = None
+
+
+class LinkCreate(LinkUpdate):
+    destination_url: Destination
+    visibility: VisibilityField = Visibility.PUBLIC
+    auto_meta: bool = Field(
+        default=False,
+        strict=True,  # JSON true or false, not "0" or 1: what the schema says is what is accepted
+        description="true: fetch the destination page's title and description "
+        "(explicit fields win; a failed fetch never fails the create)",
+    )
+
+
+# Fields of an update that cannot be cleared with null.
+NOT_NULLABLE = ("destination_url", "slug", "visibility", "password")
+
+
+def non_null_fields(data: dict[str, Any]) -> list[str]:
+    """Fields of an update body that were sent as null but cannot be cleared."""
+    return [name for name in NOT_NULLABLE if name in data and data[name] is None]
+
+
+class PageParams(_Strict):
+    page: int = Field(
+        default=1, ge=1, le=MAX_PAGE, description="Page number, from 1; a page past the end returns an empty data list"
+    )
+    per: int = Field(default=20, ge=1, le=MAX_PER, description=f"Items per page, 1-{MAX_PER}")
+
+
+class ListParams(PageParams):
+    q: str | None = Field(
+        default=None,
+        max_length=MAX_QUERY,
+        description=(
+            "Search: every whitespace-separated term must match (case- and accent-insensitive) somewhere in slug, "
+            "title, destination_url, description, note or hashtags; a term '#tag' matches hashtags only"
+        ),
+    )
+    sort: SortField = Field(default="created_at", description="Field to sort by")
+    dir: Direction = Field(default="desc", description="Sort direction")
+
+
+class Credentials(_Strict):
+    username: str = Field(
+        min_length=MIN_USERNAME,
+        max_length=MAX_USERNAME,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description=f"{MIN_USERNAME}-{MAX_USERNAME} of a-z 0-9 _ -, stored lowercase",
+    )
+    password: str = Field(
+        min_length=MIN_PASSWORD, max_length=MAX_PASSWORD, description=f"At least {MIN_PASSWORD} characters"
+    )
+
+
+class Login(_Strict):
+    username: str = Field(max_length=MAX_PASSWORD)
+    password: str = Field(max_length=MAX_PASSWORD)
+
+
+class PasswordChange(_Strict):
+    current_password: str = Field(max_length=MAX_PASSWORD, description="The account's password now")
+    new_password: str = Field(
+        min_length=MIN_PASSWORD, max_length=MAX_PASSWORD, description=f"At least {MIN_PASSWORD} characters"
+    )
+
+
+class KeyRequest(_Strict):
+    scope: KeyScope = Field(description="full: every link; public: only public and unlisted links")
+
+
+class SearchParams(_Strict):
+    q: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY,
+        description="Search terms; prefix matching, one typo allowed in terms of 5 or more characters",
+    )
+    limit: int = Field(default=20, ge=1, le=MAX_SEARCH_LIMIT, description=f"Hits to return, 1-{MAX_SEARCH_LIMIT}")
+
+
+def check_page_url(url: str) -> str:
+    if not _PAGE_URL.fullmatch(url):
+        raise ValueError(
+            "url must be an http(s) URL with an ASCII host name (labels of 1-63 characters) or IPv4 address, then a "
+            "printable path"
+        )
+    return url
+
+
+class AnalyzeParams(_Strict):
+    url: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_URL,
+            description="The public http(s) URL to look at",
+            json_schema_extra={"pattern": patterns.PAGE_URL},
+        ),
+        AfterValidator(check_page_url),
+    ]
+
+
+class AnalyticsParams(_Strict):
+    days: int = Field(
+        default=30, ge=1, le=MAX_DAYS, description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC)"
+    )
+    source: str | None = Field(
+        default=None,
+        max_length=MAX_SOURCE,
+        description=(
+            "Only count clicks from this source: 'direct', 'qr', a utm_source value or a referrer host such as "
+            "'news.ycombinator.com'"
+        ),
+    )
+
+
+class QrParams(_Strict):
+    format: Literal["png", "svg"] = Field(default="png", description="Image format")
+    size: int = Field(default=256, ge=MIN_QR_SIZE, le=MAX_QR_SIZE, description="Width and height in pixels")
+    margin: int = Field(default=4, ge=0, le=MAX_QR_MARGIN, description="Quiet zone around the code, in modules")
+
+
+def properties(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON-schema properties with every `$ref` inlined and pydantic's generated titles dropped."""
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
+                target.pop("title", None)
+                return inline({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
+    props: dict[str, Any] = inline(schema.get("properties", {}))
+    for prop in props.values():
+        prop.pop("title", None)
+        for branch in prop.get("anyOf", ()):  # `X | None` keeps X's help inside its branch: hoist it
+            if "description" in branch:
+                prop.setdefault("description", branch.pop("description"))
+    return props
+
+
+def update_properties() -> dict[str, Any]:
+    """LinkUpdate's fields without defaults (a field left out stays as it is); null only where it clears."""
+    props = properties(LinkUpdate)
+    for name, prop in props.items():
+        prop.pop("default", None)
+        if name in NOT_NULLABLE and "anyOf" in prop:
+            [kept] = [branch for branch in prop.pop("anyOf") if branch.get("type") != "null"]
+            prop.update(kept)
+    return props
+
+
+def object_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model as one self-contained JSON-schema object (no `$defs`), unknown fields refused."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties(model), "additionalProperties": False}
+    required = model.model_json_schema().get("required")
+    if required:
+        schema["required"] = required
+    return schema

@@ -1,0 +1,211 @@
+"""Response models: the REST JSON, described once for the OpenAPI document and the MCP tools' output schemas.
+
+Handlers return the service layer's dicts as orjson responses (no validation cost on the hot path); these models only
+document them. `extra="allow"` keeps any field the JSON gains later, so MCP can never drop one silently.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from slugline.common.visibility import Visibility
+
+UTC = "UTC, ISO 8601"
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Error(BaseModel):
+    error: str = Field(description="What went wrong, for a human; names the field and the rule")
+
+
+class Link(_Open):
+    id: str = Field(description="lnk_ + 11 base62 characters; pass it to update_link and delete_link")
+    slug: str
+    short_url: str = Field(description="The short URL to share")
+    destination_url: str
+    title: str | None
+    description: str | None
+    note: str | None = Field(description="Private note, never shown to visitors")
+    hashtags: list[str]
+    visibility: Visibility
+    clicks: int = Field(description="Human clicks so far (bots excluded)")
+    created_at: str = Field(description=UTC)
+    updated_at: str = Field(description=UTC)
+
+
+class Pagination(_Open):
+    page: int
+    per: int
+    total: int = Field(description="Items matching the query, over all pages")
+    pages: int
+
+
+class LinkPage(_Open):
+    data: list[Link]
+    pagination: Pagination
+
+
+class Deleted(_Open):
+    deleted: bool
+    id: str
+
+
+class Me(_Open):
+    username: str
+    plan: str = Field(description="free, developer or pro")
+    scope: str = Field(description="full: every link; public: only public and unlisted links; session: a login")
+    created_at: str
+
+
+class DayClicks(_Open):
+    date: str
+    clicks: int
+
+
+class DeviceClicks(_Open):
+    device: str
+    clicks: int
+
+
+class SourceClicks(_Open):
+    source: str
+    clicks: int
+
+
+class TopLink(_Open):
+    id: str
+    slug: str
+    title: str | None
+    clicks: int
+
+
+class Analytics(_Open):
+    days: int
+    from_: str = Field(alias="from", description="First day counted (UTC)")
+    to: str = Field(description="Last day counted (UTC)")
+    source: str | None = Field(description="The source filter, or null for all sources")
+    total_clicks: int
+    unique_visitors: int
+    clicks: list[DayClicks] = Field(description="One entry per day, zero-filled")
+    devices: list[DeviceClicks]
+    sources: list[SourceClicks]
+    top_links: list[TopLink] = Field(description="At most 10, most clicked first")
+
+
+class Account(_Open):
+    username: str
+    plan: str
+    created_at: str
+
+
+class Session(_Open):
+    account: Account
+    token: str = Field(description="Session token (svc_sess_...): authenticates /me, /api-key and /auth/logout only")
+    expires_at: str = Field(description=UTC)
+
+
+class Key(_Open):
+    scope: Literal["full", "public"]
+    prefix: str
+    last4: str
+    created_at: str
+    last_used_at: str | None
+
+
+class KeyList(_Open):
+    keys: list[Key]
+
+
+class NewKey(Key):
+    key: str = Field(description="The secret: shown this once, never again")
+
+
+class KeyDeleted(_Open):
+    deleted: bool
+    scope: Literal["full", "public"]
+
+
+class LoggedOut(_Open):
+    """The session token is revoked: a request that carries it from now on is 401."""
+
+    logged_out: Literal[True]
+
+
+class ClickBuffer(_Open):
+    """This worker's click buffer (each worker has its own; a request reaches one of them)."""
+
+    pending: int = Field(ge=0, description="Clicks recorded and not yet written to the database")
+    dropped: int = Field(
+        ge=0,
+        description="Clicks lost since the worker started: the buffer was at its byte budget, or the database "
+        "refused them one by one while it answered (never while it was unreachable)",
+    )
+
+
+class Health(_Open):
+    """The service answers: its version, whether its database does, and the answering worker's click buffer."""
+
+    status: Literal["ok", "degraded"]
+    version: str
+    database: Literal["ok", "unavailable"]
+    clicks: ClickBuffer
+
+
+class Click(_Open):
+    clicked_at: str
+    device: str
+    browser: str | None
+    os: str | None
+    source: str | None
+    referrer: str | None
+
+
+class ClickPage(_Open):
+    data: list[Click]
+    pagination: Pagination
+
+
+class PublicLink(_Open):
+    """A public or unlisted link in full; a password link only as slug, short_url, visibility, requires_password."""
+
+    slug: str
+    short_url: str
+    visibility: Visibility
+    destination_url: str | None = None
+    title: str | None = None
+    description: str | None = None
+    hashtags: list[str] | None = None
+    created_at: str | None = None
+    requires_password: bool | None = None
+
+
+class Hit(_Open):
+    link: Link
+    score: float
+    highlights: dict[str, str] = Field(description="Field name to its text with <mark>...</mark> around matches")
+
+
+class SearchResult(_Open):
+    query: str
+    total: int
+    hits: list[Hit]
+
+
+class PageInfo(_Open):
+    url: str
+    final_url: str | None
+    status: int | None
+    content_type: str | None
+    title: str | None
+    description: str | None
+    image: str | None
+    favicon: str | None
+    site_name: str | None
+    redirects: list[str]
+    reachable: bool
+    fetch_error: str | None = Field(default=None, description="Why the page could not be fetched (reachable: false)")

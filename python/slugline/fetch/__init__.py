@@ -1,0 +1,1 @@
+"""Fetching a page's metadata without reaching private addresses, and `/analyze` on top of it."""

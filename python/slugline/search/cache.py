@@ -1,0 +1,216 @@
+"""The per-account search indexes behind `q` and `/search`: held in the Rust core, one per account and worker,
+within a byte budget per worker, kept fresh across workers by `accounts.links_version` and the change feed."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, select
+from sqlalchemy.orm import Session
+
+from slugline._core import SearchIndex
+from slugline.common.clock import epoch_micros
+from slugline.common.models import Account, Link, LinkRecord
+from slugline.common.visibility import PUBLIC_LEVELS
+from slugline.search import feed as searchfeed
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+INDEXED = (
+    Link.id,
+    Link.slug,
+    Link.destination_url,
+    Link.title,
+    Link.description,
+    Link.note,
+    Link.hashtags,
+    Link.visibility,
+    Link.created_at,
+)
+# Builds and catch-ups take one of these locks, by account id: at most one per account at a time, and a
+# fixed number of locks however many accounts come and go.
+FLIGHT_LOCKS = 64
+# An account's index up to this size is searched on the event loop: a query over it costs the loop up to ~2 ms
+# (20-80 ns a link), about a garbage collection's pause. A larger one is searched on a thread, under the account's cap
+# on concurrent queries (`limits.querying`): over 100,000 links a query takes 2-11 ms, all of it time the loop would
+# not serve anyone else. The thread path costs each query several times the CPU (a q over 10,000 links: ~850 req/s
+# against ~3,400 on the loop), so the line is drawn well above the accounts most teams have.
+LOOP_LINKS = 25_000
+# `/search` on the event loop highlights its hits there only up to this much text (bytes of ASCII; other text counts
+# eight times, see `SearchIndex.search`): 100 hits of long accented notes took the loop 100-140 ms. Past it, the
+# search runs on a thread with the GIL released, as for a large account.
+LOOP_HIGHLIGHT_TEXT = 64 * 1024
+# A `q` on the event loop checks links' text only up to this much (units of ~8 bytes read, `SearchIndex.filter_page`:
+# ~8 MB, a few ms); past it the query is asked again on a thread, which may read 64 times more before ignoring terms.
+LOOP_FILTER_TEXT = 1 << 20
+
+
+def index_link(index: SearchIndex, link: Any) -> None:
+    """Add or refresh one link; `link` is a Link or a row of the INDEXED columns."""
+    index.upsert(
+        id=link.id,
+        slug=link.slug,
+        destination_url=link.destination_url,
+        title=link.title,
+        description=link.description,
+        note=link.note,
+        hashtags=list(link.hashtags or ()),
+        public=link.visibility in PUBLIC_LEVELS,
+        created=epoch_micros(link.created_at),
+    )
+
+
+class _Entry:
+    __slots__ = ("bytes", "index", "lock", "version")
+
+    def __init__(self, version: int, index: SearchIndex) -> None:
+        self.version = version
+        self.index = index
+        self.bytes = index.memory_bytes()
+        # Serializes writers (which also move `version`); readers need no lock, the index has its own.
+        self.lock = threading.Lock()
+
+
+class SearchCache:
+    """Account id -> (links_version, SearchIndex), least recently used first out once the indexes together
+    hold more than `budget_bytes`. A stale index catches up through the change feed (O(changed links));
+    it is rebuilt only when the feed cannot tell, and then by one request while the others wait for it."""
+
+    def __init__(self, budget_bytes: int = 256 << 20) -> None:
+        self.budget_bytes = budget_bytes
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._flights = [threading.Lock() for _ in range(FLIGHT_LOCKS)]
+        self.builds = 0  # full loads so far (tests and benchmarks watch it)
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    def use(self, session: Session | Connection, account_id: int, work: Callable[[SearchIndex], T]) -> T:
+        """Run `work` on the account's index, brought up to the account's current version first."""
+        version = session.scalar(select(Account.links_version).where(Account.id == account_id)) or 0
+        entry = self._get(account_id)
+        if entry is None or entry.version < version:
+            entry = self._refresh(session, account_id, version)
+        return work(entry.index)
+
+    def held(self, account_id: int) -> tuple[int, SearchIndex] | None:
+        """The account's index as held (its version, and it), or None: answers from it are exact only if the
+        account's links version read with them is not newer (else `use` brings it up). None as well past
+        `LOOP_LINKS` links: the event loop's callers then take a thread."""
+        entry = self._get(account_id)
+        if entry is None or len(entry.index) > LOOP_LINKS:
+            return None
+        return entry.version, entry.index
+
+    def changed(
+        self,
+        account_id: int,
+        new_version: int,
+        link: Link | LinkRecord | None,
+        removed_id: str | None = None,
+        wait: bool = True,
+    ) -> None:
+        """Apply this worker's own change in place when the index was exactly one version behind (otherwise
+        the next `use` catches up through the feed, as it also does when `wait` is False and a thread holds the
+        index)."""
+        entry = self._get(account_id, touch=False)
+        if entry is None or not entry.lock.acquire(blocking=wait):
+            return
+        try:
+            if entry.version != new_version - 1:
+                return
+            if link is not None:
+                index_link(entry.index, link)
+            if removed_id is not None:
+                entry.index.remove(removed_id)
+            entry.version = new_version
+        finally:
+            entry.lock.release()
+        self._resize(account_id, entry)
+
+    def _get(self, account_id: int, touch: bool = True) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(account_id)
+            if entry is not None and touch:
+                self._entries.move_to_end(account_id)
+            return entry
+
+    def _refresh(self, session: Session | Connection, account_id: int, version: int) -> _Entry:
+        with self._flights[account_id % FLIGHT_LOCKS]:
+            entry = self._get(account_id)
+            if entry is not None and entry.version >= version:
+                return entry  # brought up to date by the request this one waited for
+            if entry is not None:
+                feed = searchfeed.changed_since(session, account_id, entry.version, version)
+                if feed is not None:
+                    self._catch_up(session, account_id, entry, *feed)
+                    return entry
+            return self._build(session, account_id, version)
+
+    def _catch_up(
+        self, session: Session | Connection, account_id: int, entry: _Entry, newest: int, ids: set[str]
+    ) -> None:
+        rows = session.execute(select(*INDEXED).where(Link.account_id == account_id, Link.id.in_(ids))) if ids else ()
+        with entry.lock:
+            _refresh_links(entry.index, ids, rows)
+            entry.version = max(entry.version, newest)
+        self._resize(account_id, entry)
+
+    def _build(self, session: Session | Connection, account_id: int, version: int) -> _Entry:
+        index = SearchIndex()
+        # Streamed: the rows of a big account never sit in memory all at once next to the index they fill.
+        rows = select(*INDEXED).where(Link.account_id == account_id).execution_options(yield_per=500)
+        for link in session.execute(rows):
+            index_link(index, link)
+        index.shrink_to_fit()
+        entry = _Entry(version, index)
+        self.builds += 1
+        self._store(account_id, entry)
+        return entry
+
+    def _store(self, account_id: int, entry: _Entry) -> None:
+        with self._lock:
+            old = self._entries.pop(account_id, None)
+            self._bytes -= old.bytes if old is not None else 0
+            if entry.bytes > self.budget_bytes:
+                # Served once and dropped: keeping it would push out every other account's index.
+                log.warning(
+                    "search index of account %s (%d bytes) exceeds SLUGLINE_SEARCH_MEMORY_MB", account_id, entry.bytes
+                )
+                return
+            self._entries[account_id] = entry
+            self._bytes += entry.bytes
+            self._evict()
+
+    def _resize(self, account_id: int, entry: _Entry) -> None:
+        size = entry.index.memory_bytes()
+        with self._lock:
+            if self._entries.get(account_id) is not entry:
+                return  # evicted or replaced meanwhile: not counted
+            self._bytes += size - entry.bytes
+            entry.bytes = size
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drops least recently used indexes until the budget holds (caller holds `_lock`)."""
+        while self._bytes > self.budget_bytes and self._entries:
+            _, old = self._entries.popitem(last=False)
+            self._bytes -= old.bytes
+
+
+def _refresh_links(index: SearchIndex, ids: set[str], rows: Iterable[Any]) -> None:
+    """Re-index the links `ids` from their current rows; those without a row were deleted."""
+    present = set()
+    for row in rows:
+        index_link(index, row)
+        present.add(row.id)
+    for link_id in ids - present:
+        index.remove(link_id)

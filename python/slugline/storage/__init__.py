@@ -1,0 +1,1 @@
+"""The storage layer: the engine, migrations, and the event-loop reader and writer (see README.md here)."""

@@ -1,0 +1,182 @@
+"""The migrations up and down: the schema they leave, triggers and keys included."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from alembic import command
+from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
+from starlette.testclient import TestClient
+
+from slugline.app import create_app
+from slugline.storage import migrate
+from slugline.storage.db import normalize_url
+from tests.support.helpers import make_settings
+
+# SQLite's, which bump an account's links version (0004, 0005, 0007), in name order
+TRIGGERS = ["link_changes_bump", "links_changed", "links_created"]
+
+
+def _downgrade(engine: Engine, revision: str) -> None:
+    config = migrate.alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+
+def _triggers(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            found = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"))
+        else:
+            found = conn.execute(
+                text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = 'links'::regclass ORDER BY 1")
+            )
+        return list(found.scalars())
+
+
+def _clicks_keys(engine: Engine) -> list[str]:
+    return [key["referred_table"] for key in inspect(engine).get_foreign_keys("clicks")]
+
+
+def test_sqlite_triggers_come_and_go_with_their_migrations(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
+    migrate.upgrade(engine)
+    assert _triggers(engine) == TRIGGERS and _clicks_keys(engine) == ["links"]
+    _downgrade(engine, "0006")
+    assert _triggers(engine) == ["link_changes_bump", "links_created"]
+    _downgrade(engine, "0004")
+    assert _triggers(engine) == ["link_changes_bump"]
+    _downgrade(engine, "0003")
+    assert _triggers(engine) == []
+    migrate.upgrade(engine)
+    assert _triggers(engine) == TRIGGERS and _clicks_keys(engine) == ["links"]
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_click_log_loses_its_key_and_gains_the_deleting_trigger(pg_url: str) -> None:
+    engine = create_engine(normalize_url(pg_url))
+    migrate.upgrade(engine)
+    assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
+    _downgrade(engine, "0005")
+    assert _triggers(engine) == [] and _clicks_keys(engine) == ["links"]
+    migrate.upgrade(engine)
+    assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
+    engine.dispose()
+
+
+def _clicks_layout(engine: Engine) -> tuple[list[str], list[str], int]:
+    """The click log's primary key columns, its other indexes, and how many ids its sequence hands out at a time."""
+    found = inspect(engine)
+    with engine.connect() as conn:
+        cache = conn.execute(
+            text("SELECT seqcache FROM pg_sequence WHERE seqrelid = pg_get_serial_sequence('clicks', 'id')::regclass")
+        ).scalar_one()
+    indexes = sorted(index["name"] or "" for index in found.get_indexes("clicks"))
+    return found.get_pk_constraint("clicks")["constrained_columns"], indexes, int(cache)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_click_log_is_keyed_by_link_and_time(pg_url: str) -> None:
+    engine = create_engine(normalize_url(pg_url))
+    migrate.upgrade(engine)
+    assert _clicks_layout(engine) == (["link_id", "clicked_at", "id"], [], 1000)
+    with engine.begin() as conn:  # rows written before the downgrade survive it, and the upgrade after it
+        conn.execute(
+            text(
+                "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) "
+                "SELECT 'l' || n % 3, TIMESTAMPTZ '2026-11-26 00:00+00', 'desktop', 'Chrome', 'Linux', 'direct', NULL, "
+                "'v' FROM generate_series(1, 5) AS n"
+            )
+        )
+    _downgrade(engine, "0007")
+    assert _clicks_layout(engine) == (["id"], ["ix_clicks_link_time"], 1)
+    migrate.upgrade(engine)
+    assert _clicks_layout(engine) == (["link_id", "clicked_at", "id"], [], 1000)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(DISTINCT id) FROM clicks")).scalar_one() == 5
+    engine.dispose()
+
+
+NEW_KEY = "clicks_link_time_id"  # migration 0008's name for the key's index while it is built
+CLICK_ROW = (
+    "INSERT INTO clicks (link_id, clicked_at, device, browser, os, source, referrer, visitor) "
+    "VALUES ('l', now(), 'desktop', 'Chrome', 'Linux', 'direct', NULL, 'v')"
+)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_click_batches_go_on_while_the_new_key_is_built(pg_url: str) -> None:
+    """The key's index is built concurrently: while the build waits for a batch still writing, another batch is
+    written, where a plain rebuild's table lock (queued behind the first batch) would hold it back. An invalid index
+    left by a failed build is dropped first."""
+    engine = create_engine(normalize_url(pg_url))
+    migrate.upgrade(engine, "0007")
+    with engine.begin() as conn:
+        conn.execute(text(CLICK_ROW.replace("NULL", "'dup'")))
+        conn.execute(text(CLICK_ROW.replace("NULL", "'dup'")))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn, pytest.raises(IntegrityError):
+        conn.execute(text(f"CREATE UNIQUE INDEX CONCURRENTLY {NEW_KEY} ON clicks (referrer) WHERE referrer = 'dup'"))
+    failed: list[BaseException] = []
+
+    def upgrade() -> None:
+        try:
+            migrate.upgrade(engine)
+        except BaseException as exc:
+            failed.append(exc)
+
+    migration = threading.Thread(target=upgrade)
+    # pg_stat_activity reads as of a transaction's first look at it: the watcher takes each look in a new one
+    with engine.connect() as writing, engine.connect().execution_options(isolation_level="AUTOCOMMIT") as watching:
+        writing.execute(text(CLICK_ROW))  # a batch under way: its transaction stays open
+        migration.start()
+        waiting = text(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        deadline = time.monotonic() + 10
+        while not watching.execute(waiting).scalar_one() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert watching.execute(waiting).scalar_one() == 1
+        with engine.begin() as conn:  # another batch, while the migration waits
+            conn.execute(text("SET LOCAL lock_timeout = '2s'"))
+            conn.execute(text(CLICK_ROW))
+        writing.commit()
+        migration.join(30)
+    assert not migration.is_alive() and not failed
+    assert _clicks_layout(engine) == (["link_id", "clicked_at", "id"], [], 1000)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM clicks")).scalar_one() == 4
+    engine.dispose()
+
+
+def test_a_server_refuses_a_database_whose_schema_is_behind(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'behind.db'}"
+    engine = create_engine(url)
+    for revision in (None, "0006"):  # an empty database, then one a migration behind
+        if revision is not None:
+            migrate.upgrade(engine, revision)
+        with pytest.raises(migrate.SchemaBehind) as refused, TestClient(create_app(make_settings(url))):
+            pass
+        assert "slugline migrate" in str(refused.value)
+        assert f"at revision {revision or 'none'}" in str(refused.value)
+    migrate.upgrade(engine)
+    with TestClient(create_app(make_settings(url))) as client:
+        assert client.get("/api/v1/health").status_code == 200
+    # Migrated by a newer version (a rolling upgrade): served.
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'f00dfeed0001'"))
+    with TestClient(create_app(make_settings(url))) as client:
+        assert client.get("/api/v1/health").status_code == 200
+    engine.dispose()
+
+
+def test_a_database_that_cannot_be_reached_is_not_refused_at_startup() -> None:
+    # Nothing listens on port 1: requests answer 503 until the database is back, as when it goes away later.
+    settings = make_settings("postgresql://postgres@127.0.0.1:1/test")
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/api/v1/health").status_code == 503
