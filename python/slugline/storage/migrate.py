@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 def migrations_dir() -> Path:
     """The Alembic scripts: a source checkout's top-level `migrations/` (also behind an editable install, whose build
     leaves a copy in the package that may be stale), else the copy that every wheel carries in the package."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # slugline/storage/migrate.py -> slugline/
     checkout = package.parents[1]  # python/slugline/ -> the repository, when running from source
     candidates = [package / "migrations"]
     if (checkout / "pyproject.toml").is_file():
