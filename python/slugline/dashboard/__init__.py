@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from slugline.dashboard import account, analytics, auth, editing, links
@@ -23,6 +23,11 @@ def install(app: FastAPI) -> None:
     for module in (auth, editing, links, analytics, account):
         app.include_router(module.router)
     app.mount("/app/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        """The icon a browser asks for where a page names none (a JSON answer, the API docs): the dashboard's."""
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
 
     @app.exception_handler(SignInRequired)
     async def sign_in(_: Request, __: Exception) -> Response:

@@ -1,6 +1,7 @@
 """The daily clicks chart, drawn on the server as SVG: it needs no script, reads in any browser and is described
 for screen readers by its accessible name and one title per bar. The axis labels are HTML beside the SVG, so the
-bars can stretch to any width without stretching the text."""
+bars can stretch to any width without stretching the text: the day labels sit in a grid of one column per bar (CSS
+`grid-auto-columns: 1fr`, no inline style under the pages' CSP), each centred under its own bar."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 WIDTH, HEIGHT = 720, 160  # the SVG's own units; it is stretched to the page's width
-AXIS_LABELS = 5
+AXIS_LABELS = 7  # at most this many day labels: they fit side by side under a phone-wide chart
+LABEL_STEPS = (1, 2, 3, 5, 7, 14, 15, 30, 60, 90, 120, 180, 365)  # days between labels: whole days, weeks, months
 
 
 def nice_ceiling(value: int) -> int:
@@ -49,15 +51,24 @@ def clicks_chart(series: list[dict[str, Any]], label: str) -> Markup:
             f"<title>{escape(point['date'])}: {clicks} clicks</title></rect>"
         )
     parts.append('</svg><div class="chart-x" aria-hidden="true">')
-    for i in label_positions(len(series)):
-        parts.append(f"<span>{date.fromisoformat(series[i]['date']).strftime('%b %-d')}</span>")
+    named = set(label_positions(len(series)))
+    for i, point in enumerate(series):  # one cell per bar, under it; only the labelled days have text
+        text = date.fromisoformat(point["date"]).strftime("%b %-d") if i in named else ""
+        parts.append(f"<span>{text}</span>")
     parts.append("</div></figure>")
     return Markup("".join(parts))
 
 
+def label_step(count: int, most: int = AXIS_LABELS) -> int:
+    """Days between two labels: the smallest of `LABEL_STEPS` that names at most `most` of `count` days."""
+    for step in LABEL_STEPS:
+        if -(-count // step) <= most:
+            return step
+    return -(-count // most)
+
+
 def label_positions(count: int, most: int = AXIS_LABELS) -> list[int]:
-    """Indices of the days named under the axis: the first, the last, and evenly spaced ones between."""
-    if count <= most:
-        return list(range(count))
-    step = (count - 1) / (most - 1)
-    return sorted({round(i * step) for i in range(most)})
+    """Indices of the days named under the axis, evenly spaced: every day up to `most` days, else every
+    `label_step` days counted back from the last (today is always named)."""
+    step = label_step(count, most)
+    return [i for i in range(count) if (count - 1 - i) % step == 0]
