@@ -46,7 +46,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime,
     with rt.db.engine.connect() as conn:
         account_id = conn.execute(text("SELECT id FROM accounts WHERE username = 'bench'")).scalar_one()
     caller = Caller(account_id, "bench", "pro", "full", datetime.now(UTC))
-    link = links.create_link(rt, caller, {"destination_url": "https://example.org/bench"})
+    link = links.create_on_thread(rt, caller, {"destination_url": "https://example.org/bench"})
     yield rt, link["id"]
     rt.db.dispose()
 
@@ -112,7 +112,9 @@ def spread(runtime: tuple[Runtime, str]) -> list[str]:
     with rt.db.engine.connect() as conn:
         account_id = conn.execute(text("SELECT id FROM accounts WHERE username = 'bench'")).scalar_one()
     caller = Caller(account_id, "bench", "pro", "full", datetime.now(UTC))
-    return [links.create_link(rt, caller, {"destination_url": f"https://example.org/{i}"})["id"] for i in range(1000)]
+    return [
+        links.create_on_thread(rt, caller, {"destination_url": f"https://example.org/{i}"})["id"] for i in range(1000)
+    ]
 
 
 @pytest.mark.parametrize("clicks", [BATCH, 10 * BATCH])

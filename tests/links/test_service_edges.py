@@ -23,7 +23,7 @@ def caller(runtime: Runtime) -> Caller:
 
 
 def test_nulls_mean_not_given_for_list_and_create(runtime: Runtime, caller: Caller) -> None:
-    made = links.create_link(
+    made = links.create_on_thread(
         runtime,
         caller,
         {
@@ -35,13 +35,13 @@ def test_nulls_mean_not_given_for_list_and_create(runtime: Runtime, caller: Call
         },
     )
     assert made["visibility"] == "public" and made["hashtags"] == []
-    listed = links.list_links(runtime, caller, {"q": None, "page": None, "per": None, "sort": None, "dir": None})
+    listed = links.list_on_thread(runtime, caller, {"q": None, "page": None, "per": None, "sort": None, "dir": None})
     assert listed["pagination"] == {"page": 1, "per": 20, "total": 1, "pages": 1}
 
 
 def test_password_on_a_non_password_link_is_refused_on_create(runtime: Runtime, caller: Caller) -> None:
     with pytest.raises(Invalid, match="password can only be set"):
-        links.create_link(runtime, caller, {"destination_url": "https://example.com/", "password": "hunter22"})
+        links.create_on_thread(runtime, caller, {"destination_url": "https://example.com/", "password": "hunter22"})
 
 
 def test_concurrent_key_generation_leaves_exactly_one_key(runtime: Runtime, caller: Caller) -> None:

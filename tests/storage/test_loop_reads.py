@@ -67,11 +67,11 @@ def test_both_paths_give_the_same_link(runtime: Runtime, alice: Account, made: l
     for caller in _callers(runtime, alice):
         for link in made:
             try:
-                expected: dict[str, Any] | None = links.get_link(runtime, caller, link["id"])
+                expected: dict[str, Any] | None = links.get_on_thread(runtime, caller, link["id"])
             except NotFound:
                 expected = None
             try:
-                got = now(links.get_link_now(runtime, caller, link["id"]))
+                got = now(links.get_on_loop(runtime, caller, link["id"]))
             except NotFound:
                 got = None
             else:
@@ -87,12 +87,12 @@ def test_both_paths_give_the_same_pages(runtime: Runtime, alice: Account, made: 
         for direction in ("asc", "desc"):
             for page in (1, 2, 3, 9):
                 data = {"per": 4, "page": page, "dir": direction}
-                expected = links.list_links(runtime, caller, data)  # also remembers the total
-                got = now(links.list_links_now(runtime, caller, ListParams.model_validate(data)))
+                expected = links.list_on_thread(runtime, caller, data)  # also remembers the total
+                got = now(links.list_on_loop(runtime, caller, ListParams.model_validate(data)))
                 assert orjson.dumps(got) == orjson.dumps(expected)  # the response's bytes
     # Shapes no index gives in order are left to the thread path.
-    assert now(links.list_links_now(runtime, caller, ListParams(sort="title"))) is None
-    assert now(links.list_links_now(runtime, caller, ListParams(sort="title", q="quotes"))) is None
+    assert now(links.list_on_loop(runtime, caller, ListParams(sort="title"))) is None
+    assert now(links.list_on_loop(runtime, caller, ListParams(sort="title", q="quotes"))) is None
 
 
 def test_both_paths_give_the_same_matches_and_hits(
@@ -107,8 +107,8 @@ def test_both_paths_give_the_same_matches_and_hits(
             for direction in ("asc", "desc"):
                 for page in (1, 2, 5):
                     data = {"q": query, "per": 3, "page": page, "dir": direction}
-                    expected = links.list_links(runtime, caller, data)
-                    got = now(links.list_links_now(runtime, caller, ListParams.model_validate(data)))
+                    expected = links.list_on_thread(runtime, caller, data)
+                    got = now(links.list_on_loop(runtime, caller, ListParams.model_validate(data)))
                     assert orjson.dumps(got) == orjson.dumps(expected)
             runtime.search = SearchCache(runtime.search.budget_bytes)  # forgotten again for the next query
     reader = runtime.db.now
@@ -124,9 +124,9 @@ def test_a_large_index_is_searched_on_a_thread(
     assert now(search.search_now(runtime, caller, params)) is not None
     monkeypatch.setattr(searchindex, "LOOP_LINKS", len(made) - 1)  # one link past the size searched on the loop
     assert now(search.search_now(runtime, caller, params)) is None
-    assert now(links.list_links_now(runtime, caller, ListParams(q="quotes"))) is None
-    links.list_links(runtime, caller, {})  # remembers the total
-    assert now(links.list_links_now(runtime, caller, ListParams())) is not None  # no search: no index, on the loop
+    assert now(links.list_on_loop(runtime, caller, ListParams(q="quotes"))) is None
+    links.list_on_thread(runtime, caller, {})  # remembers the total
+    assert now(links.list_on_loop(runtime, caller, ListParams())) is not None  # no search: no index, on the loop
 
 
 def test_hits_with_long_text_to_highlight_are_searched_on_a_thread(
@@ -156,14 +156,14 @@ def test_a_q_with_much_text_to_check_is_answered_on_a_thread(
     for note in ("rust book", "rust-book", "a book on rust"):
         assert create(client, alice, title="book", note=note).status_code == 201
     exact = ListParams(q="rust-book")
-    expected = links.list_links(runtime, caller, exact.model_dump())  # loads the index
+    expected = links.list_on_thread(runtime, caller, exact.model_dump())  # loads the index
     assert [link["note"] for link in expected["data"]] == ["rust-book"]
-    assert orjson.dumps(now(links.list_links_now(runtime, caller, exact))) == orjson.dumps(expected)
+    assert orjson.dumps(now(links.list_on_loop(runtime, caller, exact))) == orjson.dumps(expected)
     # "rust-book" is checked in each candidate's text; "rust" needs no text: the index alone answers it.
     monkeypatch.setattr(links, "LOOP_FILTER_TEXT", 10)
-    assert now(links.list_links_now(runtime, caller, exact)) is None
-    assert now(links.list_links_now(runtime, caller, ListParams(q="rust"))) is not None
-    assert links.list_links(runtime, caller, exact.model_dump()) == expected
+    assert now(links.list_on_loop(runtime, caller, exact)) is None
+    assert now(links.list_on_loop(runtime, caller, ListParams(q="rust"))) is not None
+    assert links.list_on_thread(runtime, caller, exact.model_dump()) == expected
 
 
 def test_a_search_index_behind_the_accounts_version_is_brought_up_on_a_thread(
@@ -171,26 +171,26 @@ def test_a_search_index_behind_the_accounts_version_is_brought_up_on_a_thread(
 ) -> None:
     caller = next(_callers(runtime, alice))
     params = ListParams(q="quotes")
-    links.list_links(runtime, caller, params.model_dump())
-    assert now(links.list_links_now(runtime, caller, params)) is not None
+    links.list_on_thread(runtime, caller, params.model_dump())
+    assert now(links.list_on_loop(runtime, caller, params)) is not None
     with runtime.db.engine.begin() as conn:  # another worker's write
         conn.execute(text("UPDATE links SET title = 'quotes too' WHERE visibility = 'private'"))
         conn.execute(text("UPDATE accounts SET links_version = links_version + 1"))
-    assert now(links.list_links_now(runtime, caller, params)) is None
+    assert now(links.list_on_loop(runtime, caller, params)) is None
     res = client.get("/api/v1/links", params={"q": "quotes"}, headers=alice.auth())
     assert res.json()["pagination"]["total"] == 6  # 3 of the awkward titles and 3 private links
-    assert orjson.loads(orjson.dumps(now(links.list_links_now(runtime, caller, params)))) == res.json()
+    assert orjson.loads(orjson.dumps(now(links.list_on_loop(runtime, caller, params)))) == res.json()
 
 
 def test_a_total_not_remembered_is_counted_on_a_thread(
     runtime: Runtime, alice: Account, made: list[dict[str, Any]], client: TestClient, now: Now
 ) -> None:
     caller = next(_callers(runtime, alice))
-    assert now(links.list_links_now(runtime, caller, ListParams())) is None  # nothing remembered yet
+    assert now(links.list_on_loop(runtime, caller, ListParams())) is None  # nothing remembered yet
     assert client.get("/api/v1/links", headers=alice.auth()).json()["pagination"]["total"] == len(made)
-    assert now(links.list_links_now(runtime, caller, ListParams())) is not None
+    assert now(links.list_on_loop(runtime, caller, ListParams())) is not None
     assert create(client, alice).status_code == 201  # a new version: counted again, on a thread
-    assert now(links.list_links_now(runtime, caller, ListParams())) is None
+    assert now(links.list_on_loop(runtime, caller, ListParams())) is None
 
 
 @SQLITE_ONLY
@@ -208,8 +208,8 @@ def test_a_statement_past_its_budget_is_interrupted_and_the_thread_answers(
     monkeypatch.setattr(loopread, "STEP_BUDGET", 5)
     reader.close()  # reopened with the small tick
     caller = next(_callers(runtime, alice))
-    links.list_links(runtime, caller, {})
-    assert now(links.list_links_now(runtime, caller, ListParams())) is None
+    links.list_on_thread(runtime, caller, {})
+    assert now(links.list_on_loop(runtime, caller, ListParams())) is None
     assert reader.declined >= 1
     res = client.get("/api/v1/links", headers=alice.auth())
     assert res.status_code == 200
@@ -370,14 +370,14 @@ def test_on_postgresql_a_page_and_its_version_are_one_statement(
 
     monkeypatch.setattr(reader, "fetch", counted)
     for data in ({"per": 4}, {"per": 4, "q": "quotes"}, {"per": 4, "q": "nothing-matches-this"}):
-        expected = links.list_links(runtime, caller, data)  # remembers the total, loads the index
+        expected = links.list_on_thread(runtime, caller, data)  # remembers the total, loads the index
         fetched.clear()
-        got = now(links.list_links_now(runtime, caller, ListParams.model_validate(data)))
+        got = now(links.list_on_loop(runtime, caller, ListParams.model_validate(data)))
         assert orjson.dumps(got) == orjson.dumps(expected)
         assert len(fetched) == 1, "the version and the rows were not read in one round trip"
     with runtime.db.engine.begin() as conn:  # another worker's change: the index is behind the version read
         conn.execute(text("UPDATE accounts SET links_version = links_version + 1"))
-    assert now(links.list_links_now(runtime, caller, ListParams(per=4, q="quotes"))) is None
+    assert now(links.list_on_loop(runtime, caller, ListParams(per=4, q="quotes"))) is None
     assert now(search.search_now(runtime, caller, SearchParams(q="quotes"))) is None
 
 
@@ -390,11 +390,11 @@ def test_on_postgresql_page_reads_are_planned_once_per_connection(
     reader = runtime.db.now
     assert isinstance(reader, loopread.PgLoopReader)
     caller = next(_callers(runtime, alice))
-    links.list_links(runtime, caller, {"per": 2})  # remembers the total, so the loop answers
+    links.list_on_thread(runtime, caller, {"per": 2})  # remembers the total, so the loop answers
 
     async def scenario() -> list[Any]:
         for page in range(1, 9):  # past the 5 runs after which the server may settle on a generic plan
-            assert await links.list_links_now(runtime, caller, ListParams(per=2, page=1 + page % 2)) is not None
+            assert await links.list_on_loop(runtime, caller, ListParams(per=2, page=1 + page % 2)) is not None
         plans = text("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE :lateral")
         return await reader.fetch(plans, {"lateral": "%LATERAL%"})  # type: ignore[arg-type,return-value]
 
@@ -446,7 +446,7 @@ def test_on_sqlite_the_version_and_the_rows_come_from_one_snapshot(
 
     def another_worker() -> None:
         made = threading.Thread(
-            target=links.create_link, args=(runtime, caller, {"destination_url": "https://e.test/"})
+            target=links.create_on_thread, args=(runtime, caller, {"destination_url": "https://e.test/"})
         )
         made.start()
         made.join()

@@ -84,7 +84,7 @@ def _same(one: dict[str, Any], other: dict[str, Any]) -> bool:
 
 
 def _make(runtime: Runtime, caller: Caller, now: Now, body: dict[str, Any]) -> dict[str, Any] | None:
-    return now(links.create_link_now(runtime, caller, links.check_create(caller, body)))
+    return now(links.create_on_loop(runtime, caller, links.check_create(caller, body)))
 
 
 def test_both_paths_store_the_same_link(
@@ -101,7 +101,7 @@ def test_both_paths_store_the_same_link(
         loop_row = _stored(runtime, on_loop["id"])
         if "slug" in body:
             client.delete(f"/api/v1/links/{on_loop['id']}", headers=alice.auth())
-        on_thread = links.create_link(runtime, caller, body)
+        on_thread = links.create_on_thread(runtime, caller, body)
         assert _same(on_loop, on_thread)
         assert client.get(f"/api/v1/links/{on_thread['id']}", headers=alice.auth()).json() == on_thread
         thread_row = _stored(runtime, on_thread["id"])
@@ -132,13 +132,13 @@ def test_the_search_index_learns_of_a_loop_create(
 
 
 def test_a_taken_slug_is_refused_and_nothing_is_written(runtime: Runtime, caller: Caller, now: Now) -> None:
-    links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-one"})
+    links.create_on_thread(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-one"})
     written = _count(runtime), _version(runtime), _feed(runtime)
     with pytest.raises(Conflict, match="taken-one"):
         _make(runtime, caller, now, {"destination_url": "https://e.test/", "slug": "taken-one"})
     assert (_count(runtime), _version(runtime), _feed(runtime)) == written  # the bump and feed row undone too
     with pytest.raises(Conflict, match="taken-one"):  # the thread path
-        links.create_link(runtime, caller, {"destination_url": "https://e.test/", "slug": "taken-one"})
+        links.create_on_thread(runtime, caller, {"destination_url": "https://e.test/", "slug": "taken-one"})
     assert (_count(runtime), _version(runtime), _feed(runtime)) == written
     assert _make(runtime, caller, now, {"destination_url": "https://e.test/"}) is not None  # the connection is fine
     assert (_count(runtime), _version(runtime), len(_feed(runtime))) == (
@@ -151,7 +151,7 @@ def test_a_taken_slug_is_refused_and_nothing_is_written(runtime: Runtime, caller
 def test_a_generated_slug_that_is_taken_is_drawn_again(
     runtime: Runtime, caller: Caller, monkeypatch: pytest.MonkeyPatch, now: Now
 ) -> None:
-    links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "clash01"})
+    links.create_on_thread(runtime, caller, {"destination_url": "https://example.com/", "slug": "clash01"})
     drawn = iter(["clash01", "fresh01"])
     monkeypatch.setattr(_core, "generate_slug", lambda: next(drawn))
     made = _make(runtime, caller, now, {"destination_url": "https://e.test/"})
@@ -162,7 +162,7 @@ def test_a_generated_slug_that_is_taken_is_drawn_again(
 def test_a_write_that_fails_half_way_leaves_nothing(
     runtime: Runtime, caller: Caller, writer: LoopWriter | PgLoopWriter, now: Now
 ) -> None:
-    link = links.create_link(runtime, caller, {"destination_url": "https://example.com/"})
+    link = links.create_on_thread(runtime, caller, {"destination_url": "https://example.com/"})
     version, dialect = _version(runtime), runtime.db.engine.dialect.name
 
     async def half(run: Run) -> None:
@@ -223,7 +223,7 @@ def _make_while_ticking(
 
         ticking = asyncio.get_running_loop().create_task(tick())
         try:
-            return await links.create_link_now(runtime, caller, links.check_create(caller, body)), ticks
+            return await links.create_on_loop(runtime, caller, links.check_create(caller, body)), ticks
         finally:
             ticking.cancel()
 
@@ -247,7 +247,7 @@ def test_a_writer_of_another_worker_is_waited_for_off_the_loop_and_the_thread_pa
         on_loop, ticks, waited = _make_while_ticking(runtime, caller, now, body)
         assert on_loop is None and writer.declined == 1
         assert 0.3 <= waited < 2 and ticks >= 10, "the loop served others while the write waited"
-        queued = threading.Thread(target=lambda: made.append(links.create_link(runtime, caller, body)))
+        queued = threading.Thread(target=lambda: made.append(links.create_on_thread(runtime, caller, body)))
         queued.start()
         queued.join(0.5)
         assert queued.is_alive() and not made, "the thread path waits its turn"
@@ -270,7 +270,7 @@ def test_a_write_whose_request_goes_away_while_it_waits_gives_the_lock_back(
     lock.acquire_by(None)  # another writer of this worker
 
     async def gone() -> None:
-        waiting = asyncio.get_running_loop().create_task(links.create_link_now(runtime, caller, body))
+        waiting = asyncio.get_running_loop().create_task(links.create_on_loop(runtime, caller, body))
         await asyncio.sleep(0.05)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -400,10 +400,10 @@ def test_both_paths_make_the_same_update(
     now: Now,
 ) -> None:
     for change in CHANGES:
-        pair = [links.create_link(runtime, caller, BODIES[1]) for _ in range(2)]
-        on_loop = now(links.update_link_now(runtime, caller, pair[0]["id"], change))
+        pair = [links.create_on_thread(runtime, caller, BODIES[1]) for _ in range(2)]
+        on_loop = now(links.update_on_loop(runtime, caller, pair[0]["id"], change))
         assert on_loop is not None, "the loop path declined an update it could make at once"
-        on_thread = links.update_link(runtime, caller, pair[1]["id"], change)
+        on_thread = links.update_on_thread(runtime, caller, pair[1]["id"], change)
         assert _same(on_loop, on_thread)
         assert on_loop["created_at"] == pair[0]["created_at"] and on_loop["updated_at"] >= pair[0]["updated_at"]
         assert client.get(f"/api/v1/links/{on_loop['id']}", headers=alice.auth()).json() == on_loop
@@ -414,8 +414,8 @@ def test_both_paths_make_the_same_update(
 def test_a_loop_update_refuses_what_the_thread_refuses_and_writes_nothing(
     runtime: Runtime, caller: Caller, now: Now
 ) -> None:
-    link = links.create_link(runtime, caller, BODIES[0])
-    links.create_link(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-two"})
+    link = links.create_on_thread(runtime, caller, BODIES[0])
+    links.create_on_thread(runtime, caller, {"destination_url": "https://example.com/", "slug": "taken-two"})
     version, stored = _version(runtime), _stored(runtime, link["id"])
     refused: list[tuple[str, dict[str, Any], type[Exception]]] = [
         ("lnk_00000000000", {"title": "t"}, NotFound),
@@ -426,21 +426,21 @@ def test_a_loop_update_refuses_what_the_thread_refuses_and_writes_nothing(
     ]
     for link_id, change, error in refused:
         with pytest.raises(error) as on_loop:
-            now(links.update_link_now(runtime, caller, link_id, change))
+            now(links.update_on_loop(runtime, caller, link_id, change))
         with pytest.raises(error) as on_thread:
-            links.update_link(runtime, caller, link_id, change)
+            links.update_on_thread(runtime, caller, link_id, change)
         assert str(on_loop.value) == str(on_thread.value)
     assert (_version(runtime), _stored(runtime, link["id"])) == (version, stored)
 
 
 def test_a_new_password_is_set_on_a_thread(runtime: Runtime, caller: Caller, now: Now) -> None:
-    link = links.create_link(runtime, caller, BODIES[0])
+    link = links.create_on_thread(runtime, caller, BODIES[0])
     change = {"visibility": "password", "password": "correct horse"}
-    assert now(links.update_link_now(runtime, caller, link["id"], change)) is None  # never hashed on the loop
-    assert links.update_link(runtime, caller, link["id"], change)["visibility"] == "password"
+    assert now(links.update_on_loop(runtime, caller, link["id"], change)) is None  # never hashed on the loop
+    assert links.update_on_thread(runtime, caller, link["id"], change)["visibility"] == "password"
     hashed = _stored(runtime, link["id"])["password_hash"]
     # A later change that keeps the password needs no hashing: made on the loop, the hash kept.
-    kept = now(links.update_link_now(runtime, caller, link["id"], {"title": "still locked"}))
+    kept = now(links.update_on_loop(runtime, caller, link["id"], {"title": "still locked"}))
     assert kept is not None and kept["visibility"] == "password"
     assert _stored(runtime, link["id"])["password_hash"] == hashed
 
@@ -448,9 +448,9 @@ def test_a_new_password_is_set_on_a_thread(runtime: Runtime, caller: Caller, now
 def test_the_search_index_learns_of_a_loop_update(
     runtime: Runtime, caller: Caller, client: TestClient, alice: Account, now: Now
 ) -> None:
-    link = links.create_link(runtime, caller, {"destination_url": "https://z.test/", "title": "zebra"})
+    link = links.create_on_thread(runtime, caller, {"destination_url": "https://z.test/", "title": "zebra"})
     assert len(client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"]) == 1
-    assert now(links.update_link_now(runtime, caller, link["id"], {"title": "okapi"})) is not None
+    assert now(links.update_on_loop(runtime, caller, link["id"], {"title": "okapi"})) is not None
     assert client.get("/api/v1/links", params={"q": "zebra"}, headers=alice.auth()).json()["data"] == []
     found = client.get("/api/v1/links", params={"q": "okapi"}, headers=alice.auth()).json()["data"]
     assert [hit["id"] for hit in found] == [link["id"]]
@@ -495,7 +495,7 @@ def test_on_sqlite_a_loop_create_is_one_statement_and_still_prunes_the_feed(
     assert _version(runtime) == version + 1 and told == [version + 1] and _stored(runtime, made["id"])["title"] == "one"
     assert _feed(runtime)[-1] == (version + 1, made["id"])
     # Through the thread path, in a session's transaction, the same statement.
-    other = links.create_link(runtime, caller, {"destination_url": "https://e.test/"})
+    other = links.create_on_thread(runtime, caller, {"destination_url": "https://e.test/"})
     assert _version(runtime) == version + 2 and told == [version + 1, version + 2]
     assert _feed(runtime)[-1] == (version + 2, other["id"])
     nxt = searchfeed.PRUNE_EVERY * (version // searchfeed.PRUNE_EVERY + 20)  # a pruning version, next
@@ -510,40 +510,40 @@ def test_on_sqlite_a_loop_create_is_one_statement_and_still_prunes_the_feed(
 def test_on_sqlite_an_update_writes_its_row_bump_and_feed_row_in_one_statement(
     runtime: Runtime, caller: Caller, writer: LoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    link = links.create_link(runtime, caller, {"destination_url": "https://e.test/", "title": "one"})
-    links.create_link(runtime, caller, {"destination_url": "https://e.test/", "slug": "taken-here"})
+    link = links.create_on_thread(runtime, caller, {"destination_url": "https://e.test/", "title": "one"})
+    links.create_on_thread(runtime, caller, {"destination_url": "https://e.test/", "slug": "taken-here"})
     traced, sent = _traced(writer)
     told = _saved_versions(monkeypatch)
     version = _version(runtime)
     # Fields that need no stored row: one statement in autocommit.
-    changed = now(links.update_link_now(runtime, caller, link["id"], {"title": "two", "note": "n"}))
+    changed = now(links.update_on_loop(runtime, caller, link["id"], {"title": "two", "note": "n"}))
     assert changed is not None and changed["title"] == "two" and sent() == ["UPDATE"]
     assert (
         _version(runtime) == version + 1 and told == [version + 1] and _feed(runtime)[-1] == (version + 1, link["id"])
     )
     # A slug: the row read under the write lock, then the same statement.
-    changed = now(links.update_link_now(runtime, caller, link["id"], {"slug": "moved-here"}))
+    changed = now(links.update_on_loop(runtime, caller, link["id"], {"slug": "moved-here"}))
     assert changed is not None and changed["slug"] == "moved-here"
     assert sent() == ["UPDATE", "BEGIN", "SELECT", "UPDATE", "COMMIT"]
     assert _version(runtime) == version + 2 and told[-1] == version + 2 and _feed(runtime)[-1][0] == version + 2
     # The thread path, in a session's transaction, with the same statement.
-    assert links.update_link(runtime, caller, link["id"], {"note": "thread"})["note"] == "thread"
+    assert links.update_on_thread(runtime, caller, link["id"], {"note": "thread"})["note"] == "thread"
     assert (
         _version(runtime) == version + 3 and told[-1] == version + 3 and _feed(runtime)[-1] == (version + 3, link["id"])
     )
     # Refused (a taken slug, on either path; an unknown or hidden link): nothing moves.
     feed = _feed(runtime)
     with pytest.raises(Conflict):
-        now(links.update_link_now(runtime, caller, link["id"], {"slug": "taken-here"}))
+        now(links.update_on_loop(runtime, caller, link["id"], {"slug": "taken-here"}))
     with pytest.raises(Conflict):
-        links.update_link(runtime, caller, link["id"], {"slug": "taken-here"})
+        links.update_on_thread(runtime, caller, link["id"], {"slug": "taken-here"})
     with pytest.raises(NotFound):
-        now(links.update_link_now(runtime, caller, "lnk_00000000000", {"title": "x"}))
-    private = links.create_link(runtime, caller, {"destination_url": "https://e.test/", "visibility": "private"})
+        now(links.update_on_loop(runtime, caller, "lnk_00000000000", {"title": "x"}))
+    private = links.create_on_thread(runtime, caller, {"destination_url": "https://e.test/", "visibility": "private"})
     feed, version = _feed(runtime), _version(runtime)
     public = Caller(caller.account_id, caller.username, caller.plan, "public", caller.created_at, caller.base_url)
     with pytest.raises(NotFound):
-        now(links.update_link_now(runtime, public, private["id"], {"title": "x"}))
+        now(links.update_on_loop(runtime, public, private["id"], {"title": "x"}))
     assert (_feed(runtime), _version(runtime)) == (feed, version) and writer.declined == 0
     # Clicks counted on the row are not a change of the link.
     with runtime.db.engine.begin() as db:
@@ -554,7 +554,7 @@ def test_on_sqlite_an_update_writes_its_row_bump_and_feed_row_in_one_statement(
     with runtime.db.engine.begin() as db:
         db.execute(text("UPDATE accounts SET links_version = :v WHERE id = :a"), {"v": nxt - 1, "a": caller.account_id})
     del traced[:]
-    assert now(links.update_link_now(runtime, caller, link["id"], {"title": "three"})) is not None
+    assert now(links.update_on_loop(runtime, caller, link["id"], {"title": "three"})) is not None
     assert sent() == ["UPDATE", "BEGIN", "DELETE", "COMMIT"] and told[-1] == nxt
     assert [v for v, _ in _feed(runtime)] == [nxt]
 
@@ -633,7 +633,7 @@ def test_on_postgresql_a_loop_update_takes_its_round_trips_and_waits_for_the_row
     change: dict[str, Any],
     round_trips: list[str],
 ) -> None:
-    link = links.create_link(runtime, caller, BODIES[0])
+    link = links.create_on_thread(runtime, caller, BODIES[0])
     sent: list[str] = []
     send, run = writer._send, writer._run
 
@@ -660,13 +660,13 @@ def test_on_postgresql_a_loop_update_takes_its_round_trips_and_waits_for_the_row
     assert holding.wait(5)
     threading.Timer(0.3, release.set).start()
     started = time.monotonic()
-    changed = now(links.update_link_now(runtime, caller, link["id"], change))
+    changed = now(links.update_on_loop(runtime, caller, link["id"], change))
     other.join()
     assert changed is not None and time.monotonic() - started >= 0.3  # it waited for the row, as a thread would
     assert sent == round_trips and writer.declined == 0
     stored = _stored(runtime, link["id"])
     assert (stored["title"], stored["note"]) == ("kept", "n")  # neither change lost
-    assert changed == links.get_link(runtime, caller, link["id"])  # the answer is the row as stored
+    assert changed == links.get_on_thread(runtime, caller, link["id"])  # the answer is the row as stored
     with pytest.raises(Invalid):  # a refusal rolls the transaction back, and the next update goes through
-        now(links.update_link_now(runtime, caller, link["id"], {"visibility": "password"}))
-    assert now(links.update_link_now(runtime, caller, link["id"], {"title": "again"})) is not None
+        now(links.update_on_loop(runtime, caller, link["id"], {"visibility": "password"}))
+    assert now(links.update_on_loop(runtime, caller, link["id"], {"title": "again"})) is not None

@@ -54,7 +54,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("post", "/api-key"): Operation(out.NewKey, (*BODY, 409, *KEYED), "any", 201),
     ("delete", "/api-key"): Operation(out.KeyDeleted, (404, 422, *KEYED), "any"),
     ("get", "/links"): Operation(out.LinkPage, (422, *KEYED), "key"),
-    ("post", "/links"): Operation(out.Link, (*BODY, 409, *KEYED), "key", 201),
+    ("post", "/links"): Operation(out.NewLink, (*BODY, 409, *KEYED), "key", 201),
     ("get", "/links/{link_id}"): Operation(out.Link, (404, *KEYED), "key"),
     ("put", "/links/{link_id}"): Operation(out.Link, (*BODY, 404, 409, *KEYED), "key"),
     ("delete", "/links/{link_id}"): Operation(out.Deleted, (404, *KEYED), "key"),

@@ -185,7 +185,7 @@ class LinkCreate(LinkUpdate):
         default=False,
         strict=True,  # JSON true or false, not "0" or 1: what the schema says is what is accepted
         description="true: fetch the destination page's title and description "
-        "(explicit fields win; a failed fetch never fails the create)",
+        "(explicit fields win; a failed fetch never fails the create: the answer's meta_error says what failed)",
     )
 
 

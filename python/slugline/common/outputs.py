@@ -38,6 +38,14 @@ class Link(_Open):
     updated_at: str = Field(description=UTC)
 
 
+class NewLink(Link):
+    meta_error: str | None = Field(
+        None,
+        description="Only when auto_meta was asked for and the page could not be read: what failed (a refused "
+        "address, a timeout, a host that does not resolve). The link is made all the same.",
+    )
+
+
 class Pagination(_Open):
     page: int
     per: int

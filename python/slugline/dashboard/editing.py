@@ -4,9 +4,9 @@ service's messages appear next to the fields they name."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter
-from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -21,6 +21,7 @@ router = APIRouter(include_in_schema=False)
 TEXT_FIELDS = ("title", "description", "note")
 FIELDS = ("destination_url", "slug", *TEXT_FIELDS, "hashtags", "visibility", "password", "auto_meta")
 VISIBILITIES = [v.value for v in Visibility]
+MAX_NOTICE = 200  # characters of a failed fetch's reason carried to the link page
 
 
 def hashtags_of(text: str) -> list[str]:
@@ -76,10 +77,12 @@ async def create(request: Request) -> Response:
     form = await read_form(request)
     check_csrf(who, form)
     try:
-        made = await run_in_threadpool(links.create_link, who.rt, caller, create_body(form))
+        made = await links.create_link(who.rt, caller, create_body(form))
     except ServiceError as exc:
         errors = field_errors(exc.message, FIELDS)
         return _form_page(request, who, exc.status, link=None, values=form, errors=errors)
+    if failed := made.get("meta_error"):  # the link page says what the title fetch ran into
+        return redirect(f"/app/links/{made['id']}?" + urlencode({"meta_error": failed[:MAX_NOTICE]}))
     return redirect(f"/app/links/{made['id']}")
 
 
@@ -97,7 +100,7 @@ async def update(request: Request, link_id: str) -> Response:
     form = await read_form(request)
     check_csrf(who, form)
     try:
-        await run_in_threadpool(links.update_link, who.rt, who.owner(), link_id, update_body(form))
+        await links.update_link(who.rt, who.owner(), link_id, update_body(form))
     except ServiceError as exc:
         errors = field_errors(exc.message, FIELDS)
         return _form_page(request, who, exc.status, link=link, values=form, errors=errors)
@@ -116,5 +119,5 @@ async def delete(request: Request, link_id: str) -> Response:
     who = await visitor(request)
     await link_or_404(who, link_id)
     check_csrf(who, await read_form(request))
-    await run_in_threadpool(links.delete_link, who.rt, who.owner(), link_id)
+    await links.delete_link(who.rt, who.owner(), link_id)
     return redirect("/app/links")

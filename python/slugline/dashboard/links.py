@@ -38,8 +38,7 @@ async def list_page(request: Request) -> Response:
     errors: dict[str, str] = {}
     status = 200
     try:
-        async with limits.querying(who.rt, caller.account_id, query.get("q")):  # the API's cap on searches
-            found = await run_in_threadpool(links.list_links, who.rt, caller, query)
+        found = await links.list_links(who.rt, caller, query)
     except RateLimited as exc:
         raise PageError.of(exc) from None
     except ServiceError as exc:  # a bad sort or page: the table is empty and the message says why
@@ -54,7 +53,7 @@ async def list_page(request: Request) -> Response:
 
 async def link_or_404(who: Any, link_id: str) -> dict[str, Any]:
     try:
-        found: dict[str, Any] = await run_in_threadpool(links.get_link, who.rt, who.owner(), link_id)
+        found: dict[str, Any] = await links.get_link(who.rt, who.owner(), link_id)
     except ServiceError as exc:
         raise PageError.of(exc) from None
     return found
@@ -73,7 +72,10 @@ async def link_page(request: Request, link_id: str) -> Response:
     except ServiceError as exc:
         raise PageError.of(exc) from None
     chart = clicks_chart(stats["clicks"], f"Clicks per day of /{link['slug']}")
-    return render(request, who, "link.html", link=link, stats=stats, latest=latest["data"], chart=chart)
+    notice = None
+    if failed := request.query_params.get("meta_error"):  # set by the create form when auto_meta could not fetch
+        notice = f"The link is made, but its title and description could not be fetched: {failed[:200]}"
+    return render(request, who, "link.html", link=link, stats=stats, latest=latest["data"], chart=chart, notice=notice)
 
 
 @router.get("/app/links/{link_id}/qr.{fmt}")

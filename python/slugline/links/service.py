@@ -1,4 +1,11 @@
-"""Link rules: create, list (with `q`), read, update, delete — scoped to the caller's account and key."""
+"""Links: create, list (with `q`), read, update, delete — scoped to the caller's account and key.
+
+Each operation is one async function that every interface (REST, MCP, the dashboard) calls: `create_link`,
+`list_links`, `get_link`, `update_link`, `delete_link`. Where it runs is its own business. A small read or write is
+made on the event loop when the store's loop reader or writer can do it at once (`storage.loopread`,
+`storage.loopwrite`); anything else runs on a worker thread. The `*_on_loop` and `*_on_thread` functions are those
+two ways, kept public so the tests can prove they give the same answers.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal, cast
 
+import anyio.to_thread
 import orjson
 from sqlalchemy import (
     CTE,
@@ -39,7 +47,8 @@ from slugline.common.models import Account, Link, LinkRecord
 from slugline.common.paging import pagination
 from slugline.common.validation import parse, without_nulls
 from slugline.common.visibility import HIDDEN_LEVELS, PUBLIC_LEVELS, Visibility
-from slugline.links import events
+from slugline.limits import rules as limits
+from slugline.links import events, meta
 from slugline.runtime import Runtime
 from slugline.search import feed as searchfeed
 from slugline.search.cache import LOOP_FILTER_TEXT
@@ -202,10 +211,23 @@ def check_create(caller: Caller, data: Any) -> LinkCreate:
     return body
 
 
-def create_link(
+async def create_link(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    """A new link. With `auto_meta`, its title and description are read from the destination first (explicit fields
+    win); when that fails the link is still made, and the answer's `meta_error` says what failed."""
+    body = check_create(caller, data)  # 403 and 422 before any fetch
+    fetched, failed = await meta.fill(rt, caller, body)
+    made = await create_on_loop(rt, caller, body, fetched)
+    if made is None:
+        made = await anyio.to_thread.run_sync(create_on_thread, rt, caller, data, fetched, body)
+    if failed:
+        made["meta_error"] = failed
+    return made
+
+
+def create_on_thread(
     rt: Runtime, caller: Caller, data: Any, fetched: dict[str, str] | None = None, checked: LinkCreate | None = None
 ) -> dict[str, Any]:
-    """`fetched`: auto_meta's title and description (`services.meta` fetches them); explicit fields win.
+    """`create_link` on a worker thread, after any fetch. `fetched`: auto_meta's title and description.
     `checked`: `data` as `check_create` already gave it (not checked twice)."""
     body = checked or check_create(caller, data)
     password_hash = _core.hash_password(body.password) if body.password else None
@@ -216,10 +238,10 @@ def create_link(
     return drive(_create(rt, caller, body, fetched, password_hash, insert))
 
 
-async def create_link_now(
+async def create_on_loop(
     rt: Runtime, caller: Caller, body: LinkCreate, fetched: dict[str, str] | None = None
 ) -> dict[str, Any] | None:
-    """`create_link` made on the event loop when it can be (see `slugline.storage.loopwrite`); None: call `create_link`.
+    """`create_link` made on the event loop when it can be at once; None: nothing was written, use the thread.
     A link with a password is always made on a thread: hashing the password takes milliseconds of CPU."""
     writer = rt.db.write_now
     if writer is None or body.password:
@@ -410,14 +432,25 @@ def by_ids(dialect: str, caller: Caller, ids: list[str]) -> Read:
     return _by_ids(dialect, caller.public_only), binds, None
 
 
-def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
-    """A page of links; a read on a Core connection, so no ORM session or object is made.
+async def list_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    """A page of links (`data`: the query, as a dict or already a `ListParams`). A list filtered with `q` that must
+    run on a thread takes one of the account's query slots (`limits.querying`)."""
+    params = data if isinstance(data, ListParams) else parse(ListParams, without_nulls(data))
+    page = await list_on_loop(rt, caller, params)
+    if page is not None:
+        return page
+    async with limits.querying(rt, caller.account_id, params.q):
+        return await anyio.to_thread.run_sync(list_on_thread, rt, caller, params)
+
+
+def list_on_thread(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    """`list_links` on a worker thread: a read on a Core connection, so no ORM session or object is made.
 
     With `q`, the account's search index gives the matches and their number, and, sorted by creation time, the
     page itself (the index orders by creation time, then id, as the database does); other sorts read the matches
     by primary key and sort them in the database. Without `q`, the number is counted once per version of the
     account's links (every link write bumps it) and remembered."""
-    params = parse(ListParams, without_nulls(data))
+    params = data if isinstance(data, ListParams) else parse(ListParams, without_nulls(data))
     binds: dict[str, Any] = {
         "account_id": caller.account_id,
         "limit": params.per,
@@ -456,10 +489,10 @@ def _matches(index: SearchIndex, caller: Caller, params: ListParams) -> tuple[in
     return len(ids), ids
 
 
-async def list_links_now(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
+async def list_on_loop(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:
     """`list_links` answered on the event loop when it can be: a page in creation order (the account's index, or
     with `q` the search index, gives it) and the total already at hand (remembered for the account's current links
-    version, or the search index held at that version). None: call `list_links`."""
+    version, or the search index held at that version). None: use the thread."""
     reader = rt.db.now
     if reader is None or params.sort != "created_at":
         return None
@@ -511,7 +544,13 @@ def find_link(session: Session, caller: Caller, link_id: str) -> Link:
     return link
 
 
-def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
+async def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
+    """One link the caller may see; 404 for any other id."""
+    found = await get_on_loop(rt, caller, link_id)
+    return found if found is not None else await anyio.to_thread.run_sync(get_on_thread, rt, caller, link_id)
+
+
+def get_on_thread(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     if not LINK_ID.fullmatch(link_id):
         raise NotFound(NOT_FOUND)
     stmt = _GET_PUBLIC if caller.public_only else _GET
@@ -522,8 +561,8 @@ def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     return link_dict(row, caller.base_url)
 
 
-async def get_link_now(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any] | None:
-    """`get_link` answered on the event loop when it can be (see `slugline.storage.loopread`); None: call `get_link`."""
+async def get_on_loop(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any] | None:
+    """`get_link` answered on the event loop when it can be; None: use the thread."""
     reader = rt.db.now
     if reader is None or not LINK_ID.fullmatch(link_id):
         return None
@@ -539,7 +578,15 @@ def _key(caller: Caller, link_id: str) -> dict[str, Any]:
     return {"link_id": link_id, "account_id": caller.account_id}
 
 
-def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:
+async def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:
+    """The link with the fields `data` sends changed (null clears a text field or the hashtags)."""
+    updated = await update_on_loop(rt, caller, link_id, data)
+    return (
+        updated if updated is not None else await anyio.to_thread.run_sync(update_on_thread, rt, caller, link_id, data)
+    )
+
+
+def update_on_thread(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any]:
     if not LINK_ID.fullmatch(link_id):
         raise NotFound(NOT_FOUND)
     try:
@@ -552,8 +599,8 @@ def update_link(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[st
     return link_dict(link, caller.base_url)
 
 
-async def update_link_now(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any] | None:
-    """`update_link` made on the event loop when it can be (see `slugline.storage.loopwrite`); None: call `update_link`.
+async def update_on_loop(rt: Runtime, caller: Caller, link_id: str, data: Any) -> dict[str, Any] | None:
+    """`update_link` made on the event loop when it can be; None: nothing was written, use the thread.
     A new password is always set on a thread: hashing it takes milliseconds of CPU."""
     writer = rt.db.write_now
     if writer is None or not LINK_ID.fullmatch(link_id) or (isinstance(data, dict) and data.get("password")):
@@ -733,7 +780,12 @@ def _apply_password(link: LinkRecord, body: LinkUpdate, sent: set[str]) -> None:
         link.password_hash = None
 
 
-def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
+async def delete_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
+    """Deletes the link and its clicks; its short URL answers 404 from then on."""
+    return await anyio.to_thread.run_sync(delete_on_thread, rt, caller, link_id)
+
+
+def delete_on_thread(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     with rt.db.writing() as session:
         link = find_link(session, caller, link_id)
         slug = link.slug

@@ -19,12 +19,11 @@ from slugline.common import outputs
 from slugline.common.caller import Caller
 from slugline.common.errors import Invalid, ServiceError
 from slugline.limits import rules as limits
-from slugline.links import meta
 from slugline.links import service as links
 from slugline.mcp import inputs
 from slugline.runtime import Runtime
 
-CALLER_KEY = "slugline.common.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
+CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
 RUNTIME_KEY = "slugline.runtime"
 Operation = Callable[[Runtime, Caller, dict[str, Any]], dict[str, Any]]
 AsyncOperation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -50,10 +49,6 @@ def _principal(ctx: Context) -> tuple[Runtime, Caller]:
 
 def _no_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
     return nullcontext()
-
-
-def _query_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
-    return limits.querying(rt, caller.account_id, arguments.get("q"))
 
 
 def _analytics_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
@@ -96,22 +91,26 @@ async def get_me(ctx: Context) -> outputs.Me:
 
 
 async def list_links(ctx: Context) -> outputs.LinkPage:
-    result: outputs.LinkPage = await _run(ctx, links.list_links, _query_slot)
+    result: outputs.LinkPage = await _run_async(ctx, links.list_links)
     return result
 
 
-async def create_link(ctx: Context) -> outputs.Link:
-    result: outputs.Link = await _run_async(ctx, meta.create_link)  # auto_meta fetches on the event loop
+async def create_link(ctx: Context) -> outputs.NewLink:
+    result: outputs.NewLink = await _run_async(ctx, links.create_link)
     return result
 
 
 async def update_link(ctx: Context) -> outputs.Link:
-    result: outputs.Link = await _run(ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args))
+    result: outputs.Link = await _run_async(
+        ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args)
+    )
     return result
 
 
 async def delete_link(ctx: Context) -> outputs.Deleted:
-    result: outputs.Deleted = await _run(ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args)))
+    result: outputs.Deleted = await _run_async(
+        ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args))
+    )
     return result
 
 
@@ -143,7 +142,8 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         CREATE,
         inputs.CREATE_LINK,
         "Shorten destination_url. Optional slug (else a random one), title, description, note, hashtags, visibility "
-        "(default public; 'password' needs password) and auto_meta. Returns the new link with its short_url. A taken "
+        "(default public; 'password' needs password) and auto_meta. Returns the new link with its short_url (and, "
+        "when auto_meta could not read the page, meta_error saying why). A taken "
         "slug is an error; a public-only key cannot create private or password links.",
     ),
     (

@@ -54,9 +54,19 @@ def test_auto_meta_fills_title_and_description(client: TestClient, alice: Accoun
     assert explicit["title"] == "Mine" and explicit["description"] == "A page about things"
 
 
-def test_auto_meta_never_fails_a_create(client: TestClient, alice: Account) -> None:
+def test_auto_meta_never_fails_a_create_and_says_what_failed(client: TestClient, alice: Account) -> None:
     res = create(client, alice, destination_url="http://127.0.0.1:9/closed", auto_meta=True)
     assert res.status_code == 201 and res.json()["title"] is None
+    assert res.json()["meta_error"] == client.get("/api/v1/analyze", params={"url": "http://127.0.0.1:9/"}).json()[
+        "fetch_error"
+    ]
+    refused = create(client, alice, destination_url="http://10.1.2.3/", auto_meta=True)  # refused before any packet
+    assert refused.status_code == 201 and "private or reserved address" in refused.json()["meta_error"]
+
+
+def test_no_meta_error_when_the_fetch_worked_or_was_not_asked(client: TestClient, alice: Account, site: str) -> None:
+    assert "meta_error" not in create(client, alice, destination_url=site + "/", auto_meta=True).json()
+    assert "meta_error" not in create(client, alice, destination_url="http://127.0.0.1:9/").json()
 
 
 def test_unreachable_site_is_200_with_fetch_error(client: TestClient) -> None:

@@ -1,0 +1,103 @@
+"""The new-link form's "Fetch title and description" box, in a real Chromium against a real `slugline serve`: the title
+comes from a local page (the server's test switch lets the fetcher reach loopback), and a page that cannot be read
+leaves the link made with a notice that says why."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.dashboard.browser import DESKTOP, chromium, require_browser
+from tests.dashboard.pages import PASSWORD
+from tests.support.server import Server, set_plan
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+PAGE = b"""<html><head><title>Gardening for beginners</title>
+<meta name="description" content="Seeds, soil and patience"></head><body>Hello</body></html>"""
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    pages = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    threading.Thread(target=pages.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{pages.server_address[1]}"
+    pages.shutdown()
+    pages.server_close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    require_browser()
+    tmp = tmp_path_factory.mktemp("auto-meta")
+    running = Server(f"sqlite:///{tmp}/dashboard.db").start(tmp)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(server: Server) -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser, server: Server) -> Iterator[Page]:
+    context = browser.new_context(viewport=DESKTOP)
+    context.set_default_timeout(15_000)
+    signed_in = context.new_page()
+    name = f"m{uuid.uuid4().hex[:10]}"
+    signed_in.goto(f"{server.url}/app/register")
+    signed_in.get_by_label("Username").fill(name)
+    signed_in.get_by_label("Password").fill(PASSWORD)
+    signed_in.get_by_role("button", name="Create account").click()
+    signed_in.wait_for_url(f"{server.url}/app/")
+    set_plan(server, name, "developer")
+    try:
+        yield signed_in
+    finally:
+        context.close()
+
+
+def _create_with_auto_meta(page: Page, server: Server, destination: str) -> None:
+    page.goto(f"{server.url}/app/links/new")
+    page.get_by_label("Destination URL", exact=True).fill(destination)
+    page.get_by_label("Fetch title and description").check()
+    page.get_by_role("button", name="Create link").click()
+    page.wait_for_url(re.compile(r".*/app/links/lnk_\w+(\?.*)?$"))
+
+
+def test_the_box_fills_title_and_description_from_the_page(page: Page, server: Server, site: str) -> None:
+    _create_with_auto_meta(page, server, f"{site}/garden")
+    assert "Gardening for beginners" in page.get_by_role("heading", level=1).inner_text()
+    assert "Seeds, soil and patience" in page.content()
+    assert page.locator("p.notice").count() == 0  # nothing failed: no notice
+
+
+def test_a_page_that_cannot_be_read_leaves_the_link_made_with_a_notice(page: Page, server: Server) -> None:
+    _create_with_auto_meta(page, server, "http://127.0.0.1:9/closed")  # nothing listens on the discard port
+    notice = page.locator("p.notice").inner_text()
+    assert "could not be fetched: " in notice and notice.split("could not be fetched: ", 1)[1].strip()
+    page.goto(f"{server.url}/app/links")
+    assert "127.0.0.1:9/closed" in page.content()
