@@ -98,7 +98,7 @@ def pg_url() -> Iterator[str]:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/slugline.storage.db"
+        return f"sqlite:///{tmp_path}/slugline.db"
     url: str = request.getfixturevalue("pg_url")
     return url
 

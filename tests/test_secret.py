@@ -17,7 +17,7 @@ from slugline.settings import MIN_SECRET_BYTES, Settings
 
 
 def _settings(tmp_path: Path, **values: str | None) -> Settings:
-    fields: dict[str, Any] = {"database_url": f"sqlite:///{tmp_path}/db/slugline.storage.db", **values}
+    fields: dict[str, Any] = {"database_url": f"sqlite:///{tmp_path}/db/slugline.db", **values}
     return Settings(**fields)
 
 
@@ -45,7 +45,7 @@ def test_the_cli_exits_2_with_a_clear_message(tmp_path: Path) -> None:
 
 
 def _read_secret(path: str) -> bytes:
-    return Settings(database_url=f"sqlite:///{path}/slugline.storage.db", secret_key=None).secret()
+    return Settings(database_url=f"sqlite:///{path}/slugline.db", secret_key=None).secret()
 
 
 def test_processes_starting_together_agree_on_one_whole_key(tmp_path: Path) -> None:

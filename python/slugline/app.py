@@ -22,11 +22,12 @@ from starlette.routing import Route
 
 from slugline import __version__
 from slugline.api import API_PREFIX, openapi, routers
+from slugline.api.oauth import routes as oauth_routes
 from slugline.clicks.buffer import recording
 from slugline.common.errors import ServiceError, describe_validation
+from slugline.dashboard import consent
 from slugline.dashboard import install as install_dashboard
 from slugline.mcp import McpEndpoint
-from slugline.oauth.install import install as install_oauth
 from slugline.redirects.layer import RedirectLayer
 from slugline.runtime import Runtime
 from slugline.settings import Settings, get_settings
@@ -147,7 +148,8 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     install_error_handlers(app)
     openapi.install(app, API_PREFIX)
     install_dashboard(app)  # `/` and `/app/...`: pages for people, with HTML error pages of their own
-    install_oauth(app)  # discovery metadata, /oauth/... and the consent page, for MCP clients that sign in
+    app.router.routes.extend(oauth_routes())  # discovery metadata and /oauth/..., for MCP clients that sign in
+    app.include_router(consent.router)  # the consent and connected-apps pages of that sign-in
     app.add_middleware(RateLimitMiddleware)
     app.add_middleware(DatabaseGuard)  # outside the rate limits: their caller lookup reads the database
     return app

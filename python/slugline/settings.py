@@ -24,7 +24,7 @@ MIN_SECRET_BYTES = 32  # HMAC-SHA256 keys and cookie signatures are only as stro
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SLUGLINE_", extra="ignore")
 
-    database_url: str = "sqlite:///./data/slugline.storage.db"
+    database_url: str = "sqlite:///./data/slugline.db"
     redis_url: str | None = None
     secret_key: str | None = None
     public_url: str | None = None

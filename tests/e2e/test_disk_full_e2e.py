@@ -134,7 +134,7 @@ def drained(server: Server) -> dict[str, int] | None:
 def test_full_disk(small_disk: Path, start_server: ServerFactory) -> None:
     filler = small_disk / "filler"
     filler.touch()  # while there is room for its inode
-    server = start_server(f"sqlite:///{small_disk}/slugline.storage.db", **LIMITLESS)
+    server = start_server(f"sqlite:///{small_disk}/slugline.db", **LIMITLESS)
     assert server.proc is not None
     worker = workers_of(server.proc.pid)
     keys = make_account(server, "full-disk")

@@ -54,7 +54,7 @@ def test_loopback_without_a_tls_setting_connects_in_plaintext(url: str) -> None:
         "postgresql+psycopg://u@localhost/db?channel_binding=require",
         "postgresql+psycopg://u@localhost/db?gssencmode=require",
         "postgresql+psycopg://u@localhost/db?requiressl=1",
-        "sqlite:///data/slugline.storage.db",
+        "sqlite:///data/slugline.db",
     ],
 )
 def test_any_other_url_is_used_as_given(url: str) -> None:

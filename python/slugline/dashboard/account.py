@@ -13,10 +13,10 @@ from starlette.responses import Response
 from slugline.accounts import keys
 from slugline.accounts import service as accounts
 from slugline.common.errors import ServiceError
+from slugline.dashboard.consent import connected_apps
 from slugline.dashboard.pages import field_errors, read_form, redirect, render
 from slugline.dashboard.session import Visitor, check_csrf, visitor
 from slugline.limits import rules as limits
-from slugline.oauth.consent import connected_apps
 from slugline.web.request import client_ip
 
 router = APIRouter(include_in_schema=False)

@@ -26,7 +26,7 @@ from slugline.accounts import service as accounts
 from slugline.common.errors import ServiceError
 from slugline.mcp import exchange
 from slugline.mcp.tools import CALLER_KEY, RUNTIME_KEY, build_server
-from slugline.oauth.routes import resource_metadata_url
+from slugline.oauth.tokens import resource_metadata_url
 from slugline.runtime import Runtime
 from slugline.settings import Settings
 from slugline.web.identity import identify

@@ -43,6 +43,14 @@ def digest(rt: Runtime, token: str) -> str:
     return _core.hash_key(rt.secret, token)
 
 
+PRM_PATH = "/.well-known/oauth-protected-resource"  # RFC 9728's protected resource metadata
+
+
+def resource_metadata_url(base: str) -> str:
+    """Where an MCP client reads which authorization server issues tokens for this server's MCP endpoint."""
+    return f"{base.rstrip('/')}{PRM_PATH}/mcp"
+
+
 def mcp_resource(base: str) -> str:
     """The audience of every token this server issues (RFC 8707): its MCP endpoint."""
     return f"{base.rstrip('/')}/mcp"

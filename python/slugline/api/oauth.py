@@ -26,11 +26,10 @@ from slugline.common.errors import RateLimited, ServiceError
 from slugline.limits.rules import ip_key
 from slugline.oauth import documents
 from slugline.oauth.provider import Provider
-from slugline.oauth.tokens import SCOPES, mcp_resource
+from slugline.oauth.tokens import PRM_PATH, SCOPES, mcp_resource
 from slugline.runtime import Runtime
 from slugline.web.request import client_ip, read_body, replay, request_base
 
-PRM_PATH = "/.well-known/oauth-protected-resource"
 AS_PATH = "/.well-known/oauth-authorization-server"
 REGISTRATION = ClientRegistrationOptions(enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES))
 NO_STORE = {"Cache-Control": "no-store"}
@@ -45,10 +44,6 @@ def _runtime(request: Request) -> Runtime:
 
 def _base(request: Request) -> str:
     return request_base(request.scope, _runtime(request)).rstrip("/")
-
-
-def resource_metadata_url(base: str) -> str:
-    return f"{base.rstrip('/')}{PRM_PATH}/mcp"
 
 
 async def protected_resource(request: Request) -> Response:
@@ -201,4 +196,4 @@ def routes() -> list[Route]:
     return found
 
 
-__all__: list[Any] = ["resource_metadata_url", "routes"]
+__all__: list[Any] = ["routes"]
