@@ -7,6 +7,8 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import date, timedelta
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -89,7 +91,9 @@ def create_link(page: Page, server: Server, **fields: str) -> str:
 def test_newcomer_gets_from_nothing_to_a_key_and_a_link_with_a_chart(page: Page, server: Server) -> None:
     name = sign_up(page, server)
     # A new account is on the free plan: the pages say which plan gives access, as the API answers 403.
-    assert "developer plan" in page.get_by_role("alert").inner_text()
+    notice = page.get_by_role("alert").inner_text()
+    assert "developer plan" in notice
+    assert "links" in notice and "API" not in notice  # what this page needs, not what the API answers
     page.get_by_role("navigation").get_by_role("link", name="Settings").click()
     assert "developer plan" in page.get_by_role("status").inner_text()
     set_plan(server, name, "developer")
@@ -197,3 +201,122 @@ def test_pages_fit_a_phone_and_start_with_a_skip_link(browser: Browser, server: 
         assert page.evaluate("document.activeElement.textContent") == "Skip to content"
     finally:
         context.close()
+
+
+# Whether every space-separated word of an element's text lies on one line (a word broken across lines has two boxes).
+WORDS_WHOLE = """e => { const t = e.firstChild; let i = 0; const lines = [];
+  for (const w of t.textContent.split(" ")) {
+    const r = document.createRange(); r.setStart(t, i); r.setEnd(t, i + w.length);
+    lines.push(r.getClientRects().length); i += w.length + 1;
+  }
+  return lines.every(n => n === 1); }"""
+# Where an element's text starts and ends across the page, [left, right].
+TEXT_SPAN = """e => { const r = document.createRange(); r.selectNodeContents(e);
+  const b = r.getBoundingClientRect(); return [b.left, b.right]; }"""
+
+
+def watch(page: Page) -> list[str]:
+    """Every console error, uncaught script error and failed request or 4xx/5xx answer of `page`, as it happens. A
+    request cut short by the next navigation (net::ERR_ABORTED, such as the icon of a page left at once) is no fault."""
+    problems: list[str] = []
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: problems.append(f"script error: {exc}"))
+    page.on(
+        "requestfailed",
+        lambda req: (
+            problems.append(f"failed: {req.url} ({req.failure})") if req.failure != "net::ERR_ABORTED" else None
+        ),
+    )
+    page.on("response", lambda res: problems.append(f"{res.status}: {res.url}") if res.status >= 400 else None)
+    return problems
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_no_page_logs_an_error_or_requests_what_is_missing(browser: Browser, server: Server, viewport: Any) -> None:
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(15_000)
+    try:
+        page = context.new_page()
+        problems = watch(page)
+        for path in ("/app/login", "/app/register"):
+            page.goto(f"{server.url}{path}")
+        name = sign_up(page, server)
+        assert problems == [
+            f"403: {server.url}/app/",
+            "console error: Failed to load resource: the server responded with a status of 403 (Forbidden)",
+        ]  # a new account's plan notice: nothing else
+        problems.clear()
+        set_plan(server, name, "developer")
+        link_id = create_link(page, server, **{"Destination URL": "https://example.com/a/b", "Slug": f"w-{name}"})
+        for path in (
+            "/app/links",
+            f"/app/links/{link_id}",
+            f"/app/links/{link_id}/edit",
+            "/app/analytics",
+            "/app/analytics?days=7",
+            "/app/links/new",
+            "/app/settings",  # last: its key button is pressed below
+        ):
+            page.goto(f"{server.url}{path}")
+            page.wait_for_load_state("networkidle")
+            icon = page.locator('link[rel="icon"]').get_attribute("href")
+            assert icon is not None, f"{path} names no icon, so a browser asks for /favicon.ico"
+            fetched = page.request.get(f"{server.url}{icon}")
+            assert fetched.status == 200 and fetched.headers["content-type"].startswith("image/svg+xml")
+        page.get_by_role("button", name="Generate full-access key").click()
+        page.wait_for_load_state("networkidle")
+        assert problems == []
+        # Where no page names an icon (JSON, the API docs) the browser asks for /favicon.ico: that is there too.
+        assert page.request.get(f"{server.url}/favicon.ico").status == 200
+    finally:
+        context.close()
+
+
+def test_the_short_url_is_whole_on_a_phone(browser: Browser, server: Server) -> None:
+    context = browser.new_context(viewport=PHONE)
+    context.set_default_timeout(15_000)
+    try:
+        page = context.new_page()
+        name = sign_up(page, server)
+        set_plan(server, name, "developer")
+        slug = f"a-rather-long-slug-{name}"
+        long_url = "https://example.com/" + "/".join(["a-long-path-segment"] * 8) + "?utm_source=newsletter"
+        title = "Quarterly planning notes for the infrastructure modernisation programme"
+        create_link(page, server, **{"Destination URL": long_url, "Slug": slug, "Title": title})
+        page.goto(f"{server.url}/app/links")
+        short = page.get_by_text(f"{server.url}/{slug}", exact=True)
+        box = short.bounding_box()
+        assert short.is_visible() and box is not None
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box  # whole, not clipped or scrolled off
+        assert short.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+        copy = page.get_by_role("button", name="Copy", exact=True)
+        copy_box = copy.bounding_box()
+        assert copy_box is not None and copy_box["x"] + copy_box["width"] <= PHONE["width"]
+        # The destination: one line cut with an ellipsis, the whole URL in its title; no page-wide sideways scroll.
+        destination = page.get_by_title(long_url)
+        assert destination.is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        # Ordinary text wraps between words only: each word of the title is on one line.
+        assert page.get_by_text(title, exact=True).evaluate(WORDS_WHOLE)
+    finally:
+        context.close()
+
+
+def test_a_week_chart_names_each_day_under_its_bar(page: Page, server: Server) -> None:
+    name = sign_up(page, server)
+    set_plan(server, name, "developer")
+    page.goto(f"{server.url}/app/analytics?days=7")
+    labels = page.locator(".chart-x span")
+    texts = labels.all_inner_texts()
+    last = page.get_by_role("img", name=re.compile(r"^Clicks per day")).get_attribute("aria-label") or ""
+    end = date.fromisoformat(last.rsplit(" to ", 1)[1])
+    assert texts == [(end - timedelta(days=6 - i)).strftime("%b %-d") for i in range(7)]  # 7 consecutive days
+    bars = [box for rect in page.locator("figure.chart rect.bar").all() if (box := rect.bounding_box())]
+    centres = [box["x"] + box["width"] / 2 for box in bars]
+    under = [box["x"] + box["width"] / 2 for label in labels.all() if (box := label.bounding_box())]
+    assert len(centres) == len(under) == 7
+    assert all(abs(a - b) < 1.5 for a, b in zip(centres, under, strict=True)), (centres, under)
+    gaps = [b - a for a, b in pairwise(under)]
+    assert max(gaps) - min(gaps) < 1.5  # evenly spaced
+    texts_at = [label.evaluate(TEXT_SPAN) for label in labels.all()]
+    assert all(a[1] <= b[0] for a, b in pairwise(texts_at)), texts_at  # none overlap

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from itertools import pairwise
 
 import pytest
 
@@ -19,7 +20,7 @@ def test_labels_are_evenly_spaced_end_on_today_and_fit(count: int) -> None:
     named = label_positions(count)
     assert named[-1] == count - 1
     assert len(named) <= AXIS_LABELS
-    assert len({b - a for a, b in zip(named, named[1:], strict=False)}) <= 1
+    assert len({b - a for a, b in pairwise(named)}) <= 1
 
 
 def test_a_week_names_every_day_under_its_own_bar() -> None:
