@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, select, update
 
 from slugline import _core
 from slugline.accounts.identitycache import Ticket
-from slugline.common.caller import Caller, Scope
+from slugline.common.caller import Caller, TokenScope
 from slugline.common.clock import as_utc, utcnow
 from slugline.common.errors import Unauthorized
 from slugline.common.models import Account, ApiKey, SessionToken
@@ -42,7 +42,7 @@ _TOUCH_KEY = update(ApiKey).where(ApiKey.id == bindparam("key_id")).values(last_
 class Token:
     """A well-formed token: its kind (full, public or session), its keyed hash, and the token itself."""
 
-    kind: Scope
+    kind: TokenScope
     digest: str
     secret: str
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from slugline import _core
 from slugline.accounts import callers
-from slugline.common.caller import Caller, Scope
+from slugline.common.caller import Caller, TokenScope
 from slugline.common.clock import isoformat, utcnow
 from slugline.common.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from slugline.common.inputs import Credentials, Login, PasswordChange
@@ -31,7 +31,7 @@ def _dummy_hash() -> str:
     return _core.hash_password("slugline-timing-equaliser")
 
 
-def account_dict(account: Account, scope: Scope | None = None) -> dict[str, Any]:
+def account_dict(account: Account, scope: TokenScope | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"username": account.username, "plan": account.plan}
     if scope is not None:
         out["scope"] = scope

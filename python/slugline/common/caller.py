@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-Scope = Literal["full", "public", "session"]
+TokenScope = Literal["full", "public", "session"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +16,7 @@ class Caller:
     account_id: int
     username: str
     plan: str
-    scope: Scope
+    scope: TokenScope
     created_at: datetime
     base_url: str = "http://localhost"
 

@@ -14,7 +14,7 @@ import functools
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import anyio.to_thread
 import orjson
@@ -167,7 +167,7 @@ _UPDATE = update(_LINKS).where(_LINKS.c.id == bindparam("link"))
 # `link_changes_bump` (0004) sets the account's version to it, and RETURNING reads that version. A refused insert (a
 # taken slug) undoes the triggers' work with it. One row per statement: SQLite computes the RETURNING subquery once
 # per statement, so a second row would return the first's version.
-_MADE = insert(_LINKS).values(_NEW_ROW).returning(_LINKS.c.id, _LINKS.c.account_id).cte("made")
+_INSERTED = insert(_LINKS).values(_NEW_ROW).returning(_LINKS.c.id, _LINKS.c.account_id).cte("inserted")
 
 
 def _bumped_and_fed(written: CTE, with_row: bool = False) -> Select[Any]:
@@ -193,7 +193,7 @@ def _bumped_and_fed(written: CTE, with_row: bool = False) -> Select[Any]:
 
 
 _CREATE = {
-    "postgresql": _bumped_and_fed(_MADE),
+    "postgresql": _bumped_and_fed(_INSERTED),
     "sqlite": insert(_LINKS)
     .values(_NEW_ROW)
     .returning(select(_ACCOUNTS.c.links_version).where(_ACCOUNTS.c.id == bindparam("account_id")).scalar_subquery()),
@@ -555,7 +555,7 @@ def get_on_thread(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
         raise NotFound(NOT_FOUND)
     stmt = _GET_PUBLIC if caller.public_only else _GET
     with rt.db.reading() as conn:
-        row = conn.execute(stmt, _key(caller, link_id)).first()
+        row = conn.execute(stmt, _link_binds(caller, link_id)).first()
     if row is None:
         raise NotFound(NOT_FOUND)
     return link_dict(row, caller.base_url)
@@ -566,7 +566,7 @@ async def get_on_loop(rt: Runtime, caller: Caller, link_id: str) -> dict[str, An
     reader = rt.db.now
     if reader is None or not LINK_ID.fullmatch(link_id):
         return None
-    rows = await reader.fetch(_GET_PUBLIC if caller.public_only else _GET, _key(caller, link_id))
+    rows = await reader.fetch(_GET_PUBLIC if caller.public_only else _GET, _link_binds(caller, link_id))
     if rows is None:
         return None
     if not rows:
@@ -574,7 +574,8 @@ async def get_on_loop(rt: Runtime, caller: Caller, link_id: str) -> dict[str, An
     return link_json(rows[0], caller.base_url)
 
 
-def _key(caller: Caller, link_id: str) -> dict[str, Any]:
+def _link_binds(caller: Caller, link_id: str) -> dict[str, Any]:
+    """The bind values that name one link of the caller's account."""
     return {"link_id": link_id, "account_id": caller.account_id}
 
 
@@ -606,10 +607,10 @@ async def update_on_loop(rt: Runtime, caller: Caller, link_id: str, data: Any) -
     if writer is None or not LINK_ID.fullmatch(link_id) or (isinstance(data, dict) and data.get("password")):
         return None
     try:
-        if isinstance(writer, PgLoopWriter):
+        if (alone := _fields_alone(caller, data)) is not None:
+            changed = await _set_at_once(writer, caller, link_id, *alone)
+        elif isinstance(writer, PgLoopWriter):
             changed = await _change_at_once(writer, caller, link_id, data)
-        elif (at_once := await _set_at_once(writer, caller, link_id, data)) is not False:
-            changed = at_once
         else:
             changed = await writer.write(functools.partial(_change, caller, link_id, data, writer.dialect.name))
     except Taken:
@@ -621,11 +622,15 @@ async def update_on_loop(rt: Runtime, caller: Caller, link_id: str, data: Any) -
     return link_dict(link, caller.base_url)
 
 
-async def _change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> tuple[LinkRecord, str, int]:
+# An update made: the link as changed, its slug before, and the account's new links version.
+Changed = tuple[LinkRecord, str, int]
+
+
+async def _change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> Changed:
     """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
     the tables, no ORM bookkeeping: `link` is never added to a session. On SQLite the row's write is also the
     version bump and the feed row (`_sqlite_set`)."""
-    found = await run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id))
+    found = await run(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _link_binds(caller, link_id))
     link, old_slug, changes = _changed(caller, found, data)
     if dialect == "sqlite":
         binds = {"link": link_id, "owner": caller.account_id, **changes}
@@ -713,18 +718,22 @@ def _set_statement(fields: frozenset[str], public_only: bool) -> Select[Any]:
     return _bumped_and_fed(changed, with_row=True)
 
 
-async def _set_at_once(
-    writer: LoopWriter | PgLoopWriter, caller: Caller, link_id: str, data: Any
-) -> tuple[LinkRecord, str, int] | Literal[False] | None:
-    """An update of `SET_ALONE` fields only, in one statement in autocommit (one round trip on PostgreSQL, one GIL
-    hand-over on SQLite). False: not such an update, or one refused (the locked path answers it, in the thread path's
-    order: 404 before 422); None: declined."""
+def _fields_alone(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]] | None:
+    """The checked body and its fields when `data` sets `SET_ALONE` fields only, validly; None otherwise (a refused
+    body is left to the locked path, which answers it in the thread path's order: 404 before 422)."""
     if not isinstance(data, dict) or not data or not data.keys() <= SET_ALONE:
-        return False
+        return None
     try:
-        body, sent = _checked_update(caller, data)
+        return _checked_update(caller, data)
     except ServiceError:
-        return False
+        return None
+
+
+async def _set_at_once(
+    writer: LoopWriter | PgLoopWriter, caller: Caller, link_id: str, body: LinkUpdate, sent: set[str]
+) -> Changed | None:
+    """An update of `SET_ALONE` fields only (`_fields_alone`), in one statement in autocommit (one round trip on
+    PostgreSQL, one GIL hand-over on SQLite). None: declined, nothing written."""
     sqlite = writer.dialect.name == "sqlite"
     binds = {"link": link_id, "updated_at": utcnow(), **_new_values(body, sent)}
     binds["owner" if sqlite else "account_id"] = caller.account_id
@@ -740,17 +749,12 @@ async def _set_at_once(
     return link, link.slug, version
 
 
-async def _change_at_once(
-    writer: PgLoopWriter, caller: Caller, link_id: str, data: Any
-) -> tuple[LinkRecord, str, int] | None:
+async def _change_at_once(writer: PgLoopWriter, caller: Caller, link_id: str, data: Any) -> Changed | None:
     """`_change` on PostgreSQL in two round trips (`PgLoopWriter.locked`): the row read and locked, then the update,
     the version bump and the feed row in one statement, with the COMMIT. None: declined."""
-    at_once = await _set_at_once(writer, caller, link_id, data)
-    if at_once is not False:
-        return at_once
     made: list[tuple[LinkRecord, str]] = []
 
-    def then(found: Sequence[Any]) -> tuple[Select[Any], dict[str, Any]]:
+    def update_locked_row(found: Sequence[Any]) -> tuple[Select[Any], dict[str, Any]]:
         link, old_slug, changes = _changed(caller, found, data)
         made.append((link, old_slug))
         return _set_statement(frozenset(CHANGEABLE), False), {
@@ -759,7 +763,8 @@ async def _change_at_once(
             **changes,
         }
 
-    done = await writer.locked(_WHOLE_PUBLIC if caller.public_only else _WHOLE, _key(caller, link_id), then)
+    whole = _WHOLE_PUBLIC if caller.public_only else _WHOLE
+    done = await writer.locked(whole, _link_binds(caller, link_id), update_locked_row)
     if not done:
         return None
     version = int(done[0][0])

@@ -15,7 +15,7 @@ from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
 from slugline import _core
-from slugline.common.caller import Caller, Scope
+from slugline.common.caller import Caller, TokenScope
 from slugline.common.clock import as_utc, utcnow
 from slugline.common.errors import Unauthorized
 from slugline.common.models import Account
@@ -28,7 +28,7 @@ REFRESH_TTL = timedelta(days=30)
 CODE_TTL = timedelta(minutes=5)
 LAST_USED_EVERY = timedelta(minutes=1)  # a grant's last_used_at is written at most this often
 _BODY_OF = "svc_live_"  # the key kind whose body (random part and checksum) a token borrows
-SCOPES: tuple[Scope, ...] = ("full", "public")
+SCOPES: tuple[TokenScope, ...] = ("full", "public")
 
 
 def new_token(prefix: str) -> str:
@@ -115,5 +115,5 @@ def authenticate(rt: Runtime, token: str, base_url: str) -> Caller:
         now = utcnow()
         if grant.last_used_at is None or now - as_utc(grant.last_used_at) > LAST_USED_EVERY:
             grant.last_used_at = now
-        scope: Scope = "public" if grant.scope == "public" else "full"
+        scope: TokenScope = "public" if grant.scope == "public" else "full"
         return Caller(account.id, account.username, account.plan, scope, account.created_at, base_url)
