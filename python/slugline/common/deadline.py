@@ -3,8 +3,8 @@ once the block has run `seconds`, give or take `TICK`, as `async with asyncio.ti
 moment.
 
 `asyncio.timeout` schedules a timer of its own per block, and under uvloop a timer is a libuv handle made, started,
-stopped and closed (its closing finished on a later turn of the loop): 10-20 µs of the worker's CPU for a block
-that waits on a socket, a fifth of a PostgreSQL primary-key read on the loop. The limits here are for waits whose
+stopped and closed (its closing finished on a later turn of the loop): a sizeable share of a PostgreSQL
+primary-key read on the loop, for a block that only waits on a socket. The limits here are for waits whose
 limit is seconds and only bounds a fault (a server that stopped answering): one sweep per loop, every `TICK` while
 any limit is live, finds the blocks past theirs and cancels their tasks. Entering and leaving a block costs a clock
 read and a set's add and remove.

@@ -161,8 +161,8 @@ _UPDATE = update(_LINKS).where(_LINKS.c.id == bindparam("link"))
 # A create is one statement: the link, the account's version bump and the change-feed row; it returns the new
 # version. Sent alone in autocommit on the loop: one round trip on PostgreSQL instead of four (BEGIN, the row, the
 # bump with its feed row, COMMIT), with the account row, which serializes the account's writes, locked only while
-# the statement commits; on SQLite one GIL hand-over instead of five (`POST` under wrk: 1,854-1,970 -> 2,047-2,149
-# req/s, see the README). PostgreSQL does it with data-modifying CTEs. SQLite has none: its
+# the statement commits; on SQLite one GIL hand-over instead of five (see docs/benchmarks.md for what it saves).
+# PostgreSQL does it with data-modifying CTEs. SQLite has none: its
 # trigger `links_created` (migration 0005) writes the feed row at the account's next version before the row goes in,
 # `link_changes_bump` (0004) sets the account's version to it, and RETURNING reads that version. A refused insert (a
 # taken slug) undoes the triggers' work with it. One row per statement: SQLite computes the RETURNING subquery once
@@ -369,7 +369,7 @@ def _order(columns: Any, sort: str, direction: str) -> list[ColumnElement[Any]]:
     first = columns[sort].asc() if direction == "asc" else columns[sort].desc()
     # Links without a title sort last either way. `NULLS LAST` is written only where a NULL can be: on PostgreSQL a
     # descending order with it cannot walk the account's (account_id, created_at) index backwards, and every page
-    # sorted the whole account (5 ms at 10,000 links, against 0.1 ms down the index).
+    # sorted the whole account instead of reading a page down the index.
     if _LINKS.c[sort].nullable:
         first = first.nulls_last()
     return [first, columns.id.asc() if direction == "asc" else columns.id.desc()]

@@ -2,8 +2,8 @@
 
 For a request of a 2025 protocol version the SDK's stateless transport builds, per request, a transport with memory
 streams, a JSON-RPC dispatcher and a task in the session manager's task group, to carry one request in and one JSON
-answer out: about half of a `tools/call get_me` (996 against 526 µs of CPU for the same call on the 2026-07-28
-protocol, which the SDK serves through its kernel in the request's task; `benches/inprocess.py --only mcp mcp_2026`).
+answer out: about half of a `tools/call get_me`'s CPU, against the same call on the 2026-07-28 protocol, which the
+SDK serves through its kernel in the request's task (`benches/inprocess.py --only mcp mcp_2026` measures both).
 
 `answer` serves the common case the way the SDK serves the 2026 protocol: one JSON-RPC request, not `initialize`,
 with a handshake-era `MCP-Protocol-Version` header or none, `Content-Type: application/json`, an Accept that takes
