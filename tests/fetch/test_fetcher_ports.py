@@ -32,7 +32,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     async def resolve(host: str, port: int) -> list[fetcher.IPAddress]:
         return [PUBLIC]
 
-    async def get(target: fetcher._Target, addrs: object, opts: object) -> tuple[int, dict[str, str], bytes]:
+    async def get(target: fetcher.Target, addrs: object, opts: object) -> tuple[int, dict[str, str], bytes]:
         ports.append(target.port)
         return 200, {"content-type": "text/html"}, b"<title>reached</title>"
 

@@ -18,13 +18,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-try:  # FastAPI's telemetry records the validation failures it raises itself; these are recorded the same way
-    from fastapi.telemetry._api import _validation_failed
-except ImportError:  # pragma: no cover - a FastAPI without telemetry
-
-    def _validation_failed(exc: RequestValidationError) -> None:  # type: ignore[misc]
-        return None
-
+from slugline.compat import validation_failed  # FastAPI's telemetry records the failures it raises itself; these too
 
 M = TypeVar("M", bound=BaseModel)
 REMEMBERED = 512
@@ -73,7 +67,7 @@ def validate(model: type[M], raw: bytes) -> M:
     except ValidationError as exc:
         errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors(include_url=False)]
         failed = RequestValidationError(errors)
-    _validation_failed(failed)
+    validation_failed(failed)
     raise failed
 
 

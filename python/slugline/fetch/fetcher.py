@@ -100,7 +100,9 @@ async def _resolve(host: str, port: int) -> list[IPAddress]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Target:
+class Target:
+    """A checked http(s) URL, split as a request to it needs it (`parse_url`)."""
+
     url: str
     scheme: str
     host: str  # ASCII, no brackets
@@ -109,7 +111,9 @@ class _Target:
     host_header: str
 
 
-def _parse_url(url: str) -> _Target:
+def parse_url(url: str) -> Target:
+    """`url` as a `Target`; UnsafeURLError for what must not be fetched (credentials, odd schemes, bad hosts).
+    Its addresses are checked apart (`checked_addresses`), then connected to through `PinnedBackend`."""
     if len(url) > MAX_URL:
         raise UnsafeURLError(f"url must be at most {MAX_URL} characters")
     if any(c.isspace() or not c.isprintable() for c in url):
@@ -137,11 +141,11 @@ def _parse_url(url: str) -> _Target:
     path = quote(parts.path or "/", safe=safe) + (f"?{quote(parts.query, safe=safe + '?')}" if parts.query else "")
     host_header = f"[{host}]" if ":" in host else host
     host_header += "" if port == (443 if scheme == "https" else 80) else f":{port}"
-    return _Target(url, scheme, host, port, path, host_header)
+    return Target(url, scheme, host, port, path, host_header)
 
 
 async def checked_addresses(
-    target: _Target, allow_networks: Sequence[IPNetwork], ports: Collection[int]
+    target: Target, allow_networks: Sequence[IPNetwork], ports: Collection[int]
 ) -> list[IPAddress]:
     """The addresses of `target`'s host, each checked (public, or in `allow_networks`) with its port (one of `ports`):
     UnsafeURLError for the first that is not. Connect to these and no others."""
@@ -158,7 +162,7 @@ async def checked_addresses(
     return addrs
 
 
-class _PinnedBackend(httpcore.AsyncNetworkBackend):
+class PinnedBackend(httpcore.AsyncNetworkBackend):
     """Connects to the addresses that were checked, whatever host name httpcore asks for."""
 
     def __init__(self, addrs: Sequence[IPAddress]) -> None:
@@ -185,12 +189,12 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-async def _get(target: _Target, addrs: Sequence[IPAddress], opts: _Options) -> tuple[int, dict[str, str], bytes]:
+async def _get(target: Target, addrs: Sequence[IPAddress], opts: _Options) -> tuple[int, dict[str, str], bytes]:
     """One GET; the body is read (up to max_bytes) only when it is HTML we will parse."""
     url = httpcore.URL(scheme=target.scheme, host=target.host, port=target.port, target=target.path)
     headers = [("Host", target.host_header), ("User-Agent", opts.user_agent), ("Accept", _ACCEPT)]
     headers.append(("Accept-Encoding", "identity"))  # a byte cap means nothing on a compressed body
-    pool = httpcore.AsyncConnectionPool(ssl_context=opts.ssl_context, network_backend=_PinnedBackend(addrs), retries=0)
+    pool = httpcore.AsyncConnectionPool(ssl_context=opts.ssl_context, network_backend=PinnedBackend(addrs), retries=0)
     async with pool, pool.stream("GET", url, headers=headers) as resp:
         found = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers}
         body = bytearray()
@@ -281,7 +285,7 @@ class _Options(NamedTuple):
     ports: Collection[int]
 
 
-async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
+async def _follow(meta: PageMeta, target: Target, opts: _Options) -> None:
     addrs = await checked_addresses(target, opts.allow_networks, opts.ports)
     for hop in range(opts.max_redirects + 1):
         status, headers, body = await _get(target, addrs, opts)
@@ -301,7 +305,7 @@ async def _follow(meta: PageMeta, target: _Target, opts: _Options) -> None:
             meta.fetch_error = "invalid redirect location"
             return
         try:
-            target = _parse_url(next_url)
+            target = parse_url(next_url)
             addrs = await checked_addresses(target, opts.allow_networks, opts.ports)
         except UnsafeURLError as exc:
             raise UnsafeURLError(f"url redirects to a refused location: {exc}") from None
@@ -320,7 +324,7 @@ async def fetch_metadata(
     ports: Collection[int] = WEB_PORTS,
 ) -> PageMeta:
     """Preview metadata of `url`. Raises UnsafeURLError for refused URLs; network trouble is in the result."""
-    target = _parse_url(url)
+    target = parse_url(url)
     meta = PageMeta(url=url)
     try:
         async with asyncio.timeout(timeout):

@@ -100,15 +100,28 @@ class McpEndpoint:
             stateless_http=True, json_response=True, transport_security=UNCHECKED, max_request_body_size=MAX_BODY
         )
         manager = self.server.session_manager
-        async with manager.run():
-            # What the server's lifespan yielded, which the manager keeps for its own requests: `exchange.answer` hands
-            # it to the kernel as the manager does.
-            self.lifespan_state = manager._lifespan_state
-            self.runtime, self.manager = rt, manager
-            try:
-                yield
-            finally:
-                self.runtime = self.manager = self.lifespan_state = None
+        # What the server's lifespan yields, which the manager keeps for its own requests: `exchange.answer` hands it
+        # to the kernel as the manager does. Seen on its way through the server's public `lifespan` attribute, which
+        # the manager enters once as it starts.
+        server, given = manager.app, manager.app.lifespan
+
+        @asynccontextmanager
+        async def seen(app: Any) -> AsyncIterator[Any]:
+            async with given(app) as state:
+                self.lifespan_state = state
+                yield state
+
+        server.lifespan = seen
+        try:
+            async with manager.run():
+                server.lifespan = given
+                self.runtime, self.manager = rt, manager
+                try:
+                    yield
+                finally:
+                    self.runtime = self.manager = self.lifespan_state = None
+        finally:
+            server.lifespan = given
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)

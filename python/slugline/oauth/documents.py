@@ -105,7 +105,7 @@ async def resolve(
 async def download(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = None) -> bytes:
     """GET `url` from a checked address and port, at most MAX_DOCUMENT bytes of JSON, no redirects."""
     try:
-        target = fetcher._parse_url(url)
+        target = fetcher.parse_url(url)
         async with asyncio.timeout(TIMEOUT):
             ports = rt.settings.fetch_port_set()
             addrs = await fetcher.checked_addresses(target, rt.fetch_networks(), ports)
@@ -116,11 +116,11 @@ async def download(rt: Runtime, url: str, ssl_context: ssl.SSLContext | None = N
         raise DocumentError(f"the client metadata document could not be fetched: {str(exc)[:200]}") from None
 
 
-async def _get(target: fetcher._Target, addrs: list[fetcher.IPAddress], ssl_context: ssl.SSLContext | None) -> bytes:
+async def _get(target: fetcher.Target, addrs: list[fetcher.IPAddress], ssl_context: ssl.SSLContext | None) -> bytes:
     url = httpcore.URL(scheme=target.scheme, host=target.host, port=target.port, target=target.path)
     headers = [("Host", target.host_header), ("User-Agent", fetcher.USER_AGENT), ("Accept", "application/json")]
     pool = httpcore.AsyncConnectionPool(
-        ssl_context=ssl_context, network_backend=fetcher._PinnedBackend(addrs), retries=0
+        ssl_context=ssl_context, network_backend=fetcher.PinnedBackend(addrs), retries=0
     )
     async with pool, pool.stream("GET", url, headers=headers) as resp:
         if resp.status != 200:

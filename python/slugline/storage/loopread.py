@@ -38,17 +38,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from sqlalchemy import Dialect, Executable, Select
 from sqlalchemy.sql.compiler import ExpandedState, SQLCompiler
 from sqlalchemy.sql.dml import ValuesBase
 from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.selectable import ReturnsRows
 
 from slugline.common.clock import isoformat
 from slugline.common.deadline import within
-from slugline.storage.pgwire import MAX_PIPED, Pipe, Wire
+
+if TYPE_CHECKING:  # pgwire (libpq through psycopg) is imported by the PostgreSQL reader only, never on SQLite
+    from slugline.storage.pgwire import Pipe, Wire
 
 # Virtual-machine steps one statement may take here before it is interrupted, in ticks of TICK_STEPS. A primary-key
 # read takes ~50 and a 100-row page down an index a few thousand; counting or sorting a large account takes hundreds
@@ -133,13 +136,18 @@ def plain(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Pla
 def _conversions(
     dialect: Dialect, compiled: SQLCompiler, bound: frozenset[str]
 ) -> tuple[dict[str, Callable[[Any], Any]], tuple[Callable[[Any], Any] | None, ...]]:
-    """The column types' conversions of the bound values, and of the columns returned (none when all are None)."""
+    """The column types' conversions of the bound values, and of the columns returned (none when all are None), by
+    SQLAlchemy's public type API: each type's implementation for the dialect (`dialect_impl`) and its
+    `bind_processor` and `result_processor`, as the engine's own execution takes them. Computed once per statement
+    and set of names (`plain` and `named` remember them), so a read pays nothing for them."""
     processors: dict[str, Callable[[Any], Any]] = {}
     for name in bound:
-        process = compiled._bind_processors.get(name)
-        if callable(process):
+        bind = compiled.binds.get(name)
+        if bind is not None and (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None:
             processors[name] = process
-    results = tuple(column.type._cached_result_processor(dialect, None) for column in compiled._result_columns)
+    statement = compiled.statement
+    returned = statement.exported_columns if isinstance(statement, ReturnsRows) else ()
+    results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in returned)
     return processors, results if any(results) else ()
 
 
@@ -261,7 +269,7 @@ class _Connections:
                 self.pipes[index] = slot = None
             if slot is None:
                 free = index if free is None else free
-            elif slot.waiting < MAX_PIPED and (best is None or slot.busy_since > best.busy_since):
+            elif not slot.full and (best is None or slot.busy_since > best.busy_since):
                 best = slot
         return best, free, opening
 
@@ -287,11 +295,12 @@ class _Connections:
         self.idle.clear()
         for index, slot in enumerate(self.pipes):
             self.pipes[index] = None
-            if isinstance(slot, Pipe):
+            if isinstance(slot, weakref.ref):  # one being opened
+                if (task := slot()) is not None and not task.done():
+                    with contextlib.suppress(RuntimeError):  # its loop is closed: it will never open anything
+                        task.cancel()
+            elif slot is not None:
                 slot.close()
-            elif slot is not None and (task := slot()) is not None and not task.done():
-                with contextlib.suppress(RuntimeError):  # its loop is closed: it will never open anything
-                    task.cancel()
 
     def release(self, conn: Wire | None) -> None:
         """A connection given back (None: one closed, so its slot is free), to the first caller still waiting."""
@@ -360,6 +369,8 @@ class PgLoopReader:
 
     async def _open(self, pool: _Connections) -> Wire:
         """A new connection in a slot already counted in `pool.open`; the slot is freed if it cannot be opened."""
+        from slugline.storage.pgwire import Wire
+
         try:
             return await Wire.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
         except BaseException:
@@ -381,6 +392,8 @@ class PgLoopReader:
         if best is not None and (not best.waiting or free is None or opening is not None):
             return best
         if free is not None and opening is None and time.monotonic() - pool.failed_at >= PIPE_RETRY_SECONDS:
+            from slugline.storage.pgwire import Pipe
+
             opening = asyncio.get_running_loop().create_task(
                 Pipe.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
             )

@@ -48,10 +48,10 @@ from sqlalchemy.orm import Session
 
 from slugline.common.deadline import within
 from slugline.storage.loopread import READ_SECONDS, PgLoopReader, named, plain
-from slugline.storage.pgwire import Unsent, Wire
 
 if TYPE_CHECKING:
     from slugline.storage.db import WriterLock
+    from slugline.storage.pgwire import Wire
 
 T = TypeVar("T")
 # Runs one statement in the write's transaction: its rows (none for a statement without RETURNING).
@@ -261,6 +261,8 @@ class PgLoopWriter:
         except psycopg.IntegrityError as exc:
             raise Taken(str(exc)) from exc
         except (psycopg.Error, OSError, TimeoutError) as exc:
+            from slugline.storage.pgwire import Unsent  # not imported on SQLite
+
             if committing and not isinstance(exc, Unsent):  # an unsent COMMIT: the server rolled back on closing
                 raise CommitUnknown(str(exc)) from exc
             self.declined += 1
@@ -325,6 +327,8 @@ class PgLoopWriter:
     def _failed_once_sent(self, exc: Exception) -> None:
         """A failure once the write's COMMIT (or its lone statement) was sent: a constraint raises `Taken`, any other
         refusal by the server wrote nothing (declined); a lost connection or a timeout raises `CommitUnknown`."""
+        from slugline.storage.pgwire import Unsent  # not imported on SQLite
+
         if isinstance(exc, psycopg.IntegrityError):
             raise Taken(str(exc)) from exc
         if isinstance(exc, Unsent) or (isinstance(exc, psycopg.Error) and _refused(exc.sqlstate)):

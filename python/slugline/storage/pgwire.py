@@ -24,16 +24,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import math
+import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 import orjson
 import psycopg
 from psycopg import abc, pq
-from psycopg._queries import PostgresClientQuery, PostgresQuery  # how psycopg's cursors turn values into a query
-from psycopg.adapt import AdaptersMap, Transformer
+from psycopg.adapt import AdaptersMap, PyFormat, Transformer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.errors import error_from_result
 from psycopg.types.json import set_json_loads
@@ -47,6 +48,73 @@ ROWS = frozenset({pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE})
 DONE = frozenset({pq.ExecStatus.COMMAND_OK, pq.ExecStatus.EMPTY_QUERY, *ROWS})
 IDLE = pq.TransactionStatus.IDLE
 TEXT = pq.Format.TEXT
+# A placeholder as SQLAlchemy's psycopg dialect writes them (`%(name)s`), or a literal percent sign (`%%`).
+PLACEHOLDER = re.compile(r"%(?:\(([^)]+)\)s|(%)|(.|$))", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=256)
+def server_form(sql: str, encoding: str) -> tuple[bytes, tuple[str, ...]]:
+    """`sql` with its `%(name)s` placeholders numbered for the server (`$1`, a name used twice is one number), and
+    the names in the order of their numbers: what psycopg's server-side cursors send for the same text."""
+    order: dict[str, bytes] = {}
+
+    def number(match: re.Match[str]) -> str:
+        name, percent, other = match.groups()
+        if name is None:
+            return _not_placeholder(percent, other, "%")
+        if name not in order:
+            order[name] = b"$%d" % (len(order) + 1)
+        return order[name].decode()
+
+    return PLACEHOLDER.sub(number, sql).encode(encoding), tuple(order)
+
+
+@functools.lru_cache(maxsize=256)
+def client_form(sql: str, encoding: str) -> tuple[bytes, tuple[str, ...]]:
+    """`sql` as a template for `bytes % literals` (each `%(name)s` a `%s`, `%%` kept), and the names in order: how
+    psycopg's client-side cursors bind values in the text."""
+    names: list[str] = []
+
+    def template(match: re.Match[str]) -> str:
+        name, percent, other = match.groups()
+        if name is None:
+            return _not_placeholder(percent, other, "%%")
+        names.append(name)
+        return "%s"
+
+    return PLACEHOLDER.sub(template, sql).encode(encoding), tuple(names)
+
+
+def _not_placeholder(percent: str | None, other: str | None, literal: str) -> str:
+    if percent is None:
+        raise psycopg.ProgrammingError(f"only '%(name)s' placeholders and '%%' are supported, not '%{other}'")
+    return literal
+
+
+def _values(names: Sequence[str], params: Mapping[str, Any]) -> list[Any]:
+    try:
+        return [params[name] for name in names]
+    except KeyError as exc:
+        raise psycopg.ProgrammingError(f"query parameter missing: {exc.args[0]}") from None
+
+
+class ServerQuery:
+    """A statement with its values dumped by a connection's adapters, for libpq's extended protocol (`Wire.rows`,
+    `Pipe.rows`): the public `Transformer.dump_sequence` does what psycopg's cursors do."""
+
+    __slots__ = ("formats", "params", "query", "types")
+
+    def __init__(self, tx: abc.Transformer, sql: str, params: Mapping[str, Any]) -> None:
+        self.query, names = server_form(sql, tx.encoding)
+        self.params = tx.dump_sequence(_values(names, params), [PyFormat.AUTO] * len(names))
+        self.types: tuple[int, ...] = tx.types or ()
+        self.formats = tx.formats
+
+
+def client_query(tx: abc.Transformer, sql: str, params: Mapping[str, Any]) -> bytes:
+    """A statement with its values quoted in the text by a connection's adapters (`Transformer.as_literal`)."""
+    template, names = client_form(sql, tx.encoding)
+    return template % tuple(b"NULL" if value is None else tx.as_literal(value) for value in _values(names, params))
 
 
 class Unsent(psycopg.InterfaceError):
@@ -152,8 +220,7 @@ class Wire(_OnLoop):
         or none for a statement that returns none. An error the server answered raises psycopg's exception for it.
         With `text_times`, timestamps come as the server's text in UTC (`2024-05-01 12:00:00.5+00`), for callers
         that only show them: a `datetime` in the session's zone, then formatted, cost ~3 µs a value."""
-        converted = PostgresQuery(self._tx)
-        converted.convert(sql, params)
+        converted = ServerQuery(self._tx, sql, params)
         key = (converted.query, tuple(converted.types))
         name = self._prepared.get(key)
         if name is None and len(self._prepared) < MAX_PREPARED:
@@ -172,10 +239,9 @@ class Wire(_OnLoop):
     async def script(self, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Several statements sent as one (psycopg binds the values in the text, as its client-side cursors do): the
         rows of the last that returns any. The first error stops the rest, and raises."""
-        converted = PostgresClientQuery(self._tx)
-        converted.convert(sql, params)
+        query = client_query(self._tx, sql, params)
         self._start()
-        self.pgconn.send_query(converted.query)
+        self.pgconn.send_query(query)
         return await self._results(None, self._tx)
 
     async def command(self, sql: bytes) -> None:
@@ -344,6 +410,11 @@ class Pipe(_OnLoop):
         return self._waiting
 
     @property
+    def full(self) -> bool:
+        """`MAX_PIPED` statements wait already: another is refused (`Unsent`)."""
+        return self._waiting >= MAX_PIPED
+
+    @property
     def busy_since(self) -> float:
         """When the oldest statement still in flight was sent (loop time); infinity when none is. The statements
         are answered in order: the later this is, the sooner a statement sent now is answered."""
@@ -363,8 +434,7 @@ class Pipe(_OnLoop):
         """As `Wire.rows`: one statement, prepared on this connection the first time it is sent, and its rows."""
         if not self.sound or self._waiting >= MAX_PIPED:
             raise Unsent("the connection is not fit for another statement")
-        converted = PostgresQuery(self._tx)
-        converted.convert(sql, params)
+        converted = ServerQuery(self._tx, sql, params)
         key = (converted.query, tuple(converted.types))
         name = self._prepared.get(key)
         pgconn = self.pgconn
