@@ -101,9 +101,9 @@ def test_both_paths_give_the_same_matches_and_hits(
     for caller in _callers(runtime, alice):
         for query in ("quotes", "example", "émoji", "#a", "nothing-matches-this"):
             params = SearchParams(q=query)
-            assert now(search.search_now(runtime, caller, params)) is None  # the index is not loaded yet
-            expected = search.search_links(runtime, caller, params.model_dump())  # loads it
-            assert orjson.dumps(now(search.search_now(runtime, caller, params))) == orjson.dumps(expected)
+            assert now(search.search_on_loop(runtime, caller, params)) is None  # the index is not loaded yet
+            expected = search.search_on_thread(runtime, caller, params.model_dump())  # loads it
+            assert orjson.dumps(now(search.search_on_loop(runtime, caller, params))) == orjson.dumps(expected)
             for direction in ("asc", "desc"):
                 for page in (1, 2, 5):
                     data = {"q": query, "per": 3, "page": page, "dir": direction}
@@ -120,10 +120,10 @@ def test_a_large_index_is_searched_on_a_thread(
 ) -> None:
     caller = next(_callers(runtime, alice))
     params = SearchParams(q="quotes")
-    search.search_links(runtime, caller, params.model_dump())  # loads the index: 15 links
-    assert now(search.search_now(runtime, caller, params)) is not None
+    search.search_on_thread(runtime, caller, params.model_dump())  # loads the index: 15 links
+    assert now(search.search_on_loop(runtime, caller, params)) is not None
     monkeypatch.setattr(searchindex, "LOOP_LINKS", len(made) - 1)  # one link past the size searched on the loop
-    assert now(search.search_now(runtime, caller, params)) is None
+    assert now(search.search_on_loop(runtime, caller, params)) is None
     assert now(links.list_on_loop(runtime, caller, ListParams(q="quotes"))) is None
     links.list_on_thread(runtime, caller, {})  # remembers the total
     assert now(links.list_on_loop(runtime, caller, ListParams())) is not None  # no search: no index, on the loop
@@ -136,15 +136,15 @@ def test_hits_with_long_text_to_highlight_are_searched_on_a_thread(
     params = SearchParams(q="needle", limit=100)
     for _ in range(3):
         assert create(client, alice, title="needle short").status_code == 201
-    expected = search.search_links(runtime, caller, params.model_dump())  # loads the index
-    assert orjson.dumps(now(search.search_now(runtime, caller, params))) == orjson.dumps(expected)
+    expected = search.search_on_thread(runtime, caller, params.model_dump())  # loads the index
+    assert orjson.dumps(now(search.search_on_loop(runtime, caller, params))) == orjson.dumps(expected)
     # An accented note of the longest kind counts 8 x ~4.6 KB: one is highlighted on the loop, two are not.
     note = ("Crème brûlée needle " * 205)[:4096]
     assert create(client, alice, title="needle long", note=note).status_code == 201
-    assert now(search.search_now(runtime, caller, params)) is not None
+    assert now(search.search_on_loop(runtime, caller, params)) is not None
     assert create(client, alice, title="needle long", note=note).status_code == 201
-    assert now(search.search_now(runtime, caller, params)) is None
-    found = search.search_links(runtime, caller, params.model_dump())
+    assert now(search.search_on_loop(runtime, caller, params)) is None
+    found = search.search_on_thread(runtime, caller, params.model_dump())
     assert (found["total"], len(found["hits"])) == (5, 5)
     assert all("<mark>needle</mark>" in hit["highlights"]["title"] for hit in found["hits"])
 
@@ -378,7 +378,7 @@ def test_on_postgresql_a_page_and_its_version_are_one_statement(
     with runtime.db.engine.begin() as conn:  # another worker's change: the index is behind the version read
         conn.execute(text("UPDATE accounts SET links_version = links_version + 1"))
     assert now(links.list_on_loop(runtime, caller, ListParams(per=4, q="quotes"))) is None
-    assert now(search.search_now(runtime, caller, SearchParams(q="quotes"))) is None
+    assert now(search.search_on_loop(runtime, caller, SearchParams(q="quotes"))) is None
 
 
 @POSTGRES_ONLY

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+import anyio.to_thread
 from sqlalchemy import ColumnElement, Date, Select, cast, func, select
 from sqlalchemy.orm import Session
 
@@ -19,6 +20,7 @@ from slugline.common.inputs import AnalyticsParams, PageParams
 from slugline.common.models import Account, Click, ClickDaily, Link
 from slugline.common.paging import pagination
 from slugline.common.validation import parse, without_nulls
+from slugline.limits import rules as limits
 from slugline.links.service import find_link, visible
 from slugline.runtime import Runtime
 
@@ -29,7 +31,18 @@ TOP_ENTRIES = 20
 OTHER = "(other)"
 
 
-def get_analytics(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None) -> dict[str, Any]:
+async def get_analytics(
+    rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None
+) -> dict[str, Any]:
+    """The account's (or one link's) clicks over the last `days` days. Its work grows with the account's traffic, so
+    it runs on a worker thread inside one of the account's query slots (`limits.analysing`)."""
+    async with limits.analysing(rt, caller.account_id):
+        return await anyio.to_thread.run_sync(analytics_on_thread, rt, caller, data, link_id)
+
+
+def analytics_on_thread(
+    rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None
+) -> dict[str, Any]:
     """The account's figures, or with `link_id` one link's (its page in the dashboard): 404 for a hidden link."""
     params = parse(AnalyticsParams, without_nulls(data))
     source = (params.source or "").strip().lower() or None
@@ -148,8 +161,14 @@ def _count_days(
     return {d if isinstance(d, date) else date.fromisoformat(d): int(n) for d, n in session.execute(stmt)}
 
 
-def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:
-    """One link's clicks, newest first, paginated like `GET /links` (bots included, flagged as device `bot`)."""
+async def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """One link's clicks, newest first, paginated like `GET /links` (bots included, flagged as device `bot`); in one
+    of the account's query slots, as counting the link's clicks grows with its traffic."""
+    async with limits.analysing(rt, caller.account_id):
+        return await anyio.to_thread.run_sync(clicks_on_thread, rt, caller, link_id, data)
+
+
+def clicks_on_thread(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:
     with rt.db.session() as session:
         link = find_link(session, caller, link_id)
         params = parse(PageParams, without_nulls(data))

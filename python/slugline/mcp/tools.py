@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
-import anyio
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
@@ -18,16 +16,13 @@ from slugline.analytics import service as analytics
 from slugline.common import outputs
 from slugline.common.caller import Caller
 from slugline.common.errors import Invalid, ServiceError
-from slugline.limits import rules as limits
 from slugline.links import service as links
 from slugline.mcp import inputs
 from slugline.runtime import Runtime
 
 CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
 RUNTIME_KEY = "slugline.runtime"
-Operation = Callable[[Runtime, Caller, dict[str, Any]], dict[str, Any]]
-AsyncOperation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
-Slot = Callable[[Runtime, Caller, dict[str, Any]], AbstractAsyncContextManager[Any]]
+Operation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 INSTRUCTIONS = (
     "Slugline manages this account's short links. Use list_links to find links (q searches, #tag filters by "
@@ -47,29 +42,16 @@ def _principal(ctx: Context) -> tuple[Runtime, Caller]:
     return scope[RUNTIME_KEY], scope[CALLER_KEY]
 
 
-def _no_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
-    return nullcontext()
-
-
-def _analytics_slot(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
-    return limits.analysing(rt, caller.account_id)
-
-
-async def _run(ctx: Context, operation: Operation, slot: Slot = _no_slot) -> Any:
-    """Run a service call in a worker thread (inside `slot`, the account's cap for that kind of work); a
-    ServiceError becomes a tool error carrying the REST message.
+async def _call(ctx: Context, operation: Operation) -> Any:
+    """Run a service operation for the tool's caller with its raw arguments; a ServiceError becomes a tool error
+    carrying the REST message.
 
     Typed Any: the SDK takes either the result the tool's annotation describes or a CallToolResult."""
-    return await _run_async(ctx, lambda rt, caller, args: anyio.to_thread.run_sync(operation, rt, caller, args), slot)
-
-
-async def _run_async(ctx: Context, operation: AsyncOperation, slot: Slot = _no_slot) -> Any:
     rt, caller = _principal(ctx)
     params = ctx.request_context.params or {}
     arguments = dict(params.get("arguments") or {})
     try:
-        async with slot(rt, caller, arguments):
-            return await operation(rt, caller, arguments)
+        return await operation(rt, caller, arguments)
     except ServiceError as exc:
         return CallToolResult(content=[TextContent(type="text", text=exc.message)], is_error=True)
 
@@ -86,36 +68,34 @@ async def _me(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> dict[st
 
 
 async def get_me(ctx: Context) -> outputs.Me:
-    result: outputs.Me = await _run_async(ctx, _me)  # no I/O once the caller is known: no thread
+    result: outputs.Me = await _call(ctx, _me)  # no I/O once the caller is known: no thread
     return result
 
 
 async def list_links(ctx: Context) -> outputs.LinkPage:
-    result: outputs.LinkPage = await _run_async(ctx, links.list_links)
+    result: outputs.LinkPage = await _call(ctx, links.list_links)
     return result
 
 
 async def create_link(ctx: Context) -> outputs.NewLink:
-    result: outputs.NewLink = await _run_async(ctx, links.create_link)
+    result: outputs.NewLink = await _call(ctx, links.create_link)
     return result
 
 
 async def update_link(ctx: Context) -> outputs.Link:
-    result: outputs.Link = await _run_async(
+    result: outputs.Link = await _call(
         ctx, lambda rt, caller, args: links.update_link(rt, caller, _link_id(args), args)
     )
     return result
 
 
 async def delete_link(ctx: Context) -> outputs.Deleted:
-    result: outputs.Deleted = await _run_async(
-        ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args))
-    )
+    result: outputs.Deleted = await _call(ctx, lambda rt, caller, args: links.delete_link(rt, caller, _link_id(args)))
     return result
 
 
 async def get_analytics(ctx: Context) -> outputs.Analytics:
-    result: outputs.Analytics = await _run(ctx, analytics.get_analytics, _analytics_slot)
+    result: outputs.Analytics = await _call(ctx, analytics.get_analytics)
     return result
 
 

@@ -4,19 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
+
 from slugline.common.caller import Caller
 from slugline.common.inputs import SearchParams
 from slugline.common.validation import parse
+from slugline.limits import rules as limits
 from slugline.links import service as links
 from slugline.links.service import LinkRow, link_dict
 from slugline.runtime import Runtime
 from slugline.search.cache import LOOP_HIGHLIGHT_TEXT
 
 
-async def search_now(rt: Runtime, caller: Caller, params: SearchParams) -> dict[str, Any] | None:
+async def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    """The caller's links that match `q`, best first, with highlights (`data`: a dict, or already `SearchParams`).
+    On the event loop when the account's index is at hand and small work; otherwise on a thread, inside one of the
+    account's query slots (`limits.querying`)."""
+    params = data if isinstance(data, SearchParams) else parse(SearchParams, data)
+    found = await search_on_loop(rt, caller, params)
+    if found is not None:
+        return found
+    async with limits.querying(rt, caller.account_id, params.q):
+        return await anyio.to_thread.run_sync(search_on_thread, rt, caller, params)
+
+
+async def search_on_loop(rt: Runtime, caller: Caller, params: SearchParams) -> dict[str, Any] | None:
     """`search_links` answered on the event loop when the account's index is held at its current version and the
     hits can be read at once (see `slugline.storage.loopread`): the hits are ranked first, then read with the version,
-    which must not be newer than the index's. None: call `search_links`, as when highlighting the hits would take
+    which must not be newer than the index's. None: use the thread, as when highlighting the hits would take
     the loop more than a millisecond or two (`LOOP_HIGHLIGHT_TEXT`)."""
     reader, held = rt.db.now, rt.search.held(caller.account_id)
     if reader is None or held is None:
@@ -40,8 +55,8 @@ async def search_now(rt: Runtime, caller: Caller, params: SearchParams) -> dict[
     return {"query": params.q, "total": total, "hits": out}
 
 
-def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
-    params = parse(SearchParams, data)
+def search_on_thread(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
+    params = data if isinstance(data, SearchParams) else parse(SearchParams, data)
     with rt.db.engine.connect() as conn:  # a transaction: the index may load through a server-side cursor
         total, hits = rt.search.use(
             conn, caller.account_id, lambda index: index.search(params.q, params.limit, caller.public_only)

@@ -3,12 +3,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.concurrency import run_in_threadpool
 
 from slugline.analytics import service as analytics
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.common.inputs import AnalyticsParams
-from slugline.limits import rules as limits
 from slugline.web.responses import JSON
 
 router = APIRouter(tags=["analytics"])
@@ -16,5 +14,4 @@ router = APIRouter(tags=["analytics"])
 
 @router.get("/analytics", summary="Clicks of the last `days` days: totals, daily series, devices, sources, top links")
 async def get_analytics(rt: RuntimeDep, caller: ApiCaller, params: Annotated[AnalyticsParams, Query()]) -> JSON:
-    async with limits.analysing(rt, caller.account_id):
-        return JSON(await run_in_threadpool(analytics.get_analytics, rt, caller, params.model_dump(exclude_unset=True)))
+    return JSON(await analytics.get_analytics(rt, caller, params.model_dump(exclude_unset=True)))

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 
 from slugline.analytics import service as analytics
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.openapi import query_schema
 from slugline.common.inputs import PageParams
-from slugline.limits import rules as limits
 from slugline.web.responses import JSON
 
 router = APIRouter(prefix="/links", tags=["links"])
@@ -19,5 +17,4 @@ router = APIRouter(prefix="/links", tags=["links"])
     summary="A link's clicks, newest first (bots included, as device 'bot')",
 )
 async def list_clicks(rt: RuntimeDep, caller: ApiCaller, link_id: str, request: Request) -> JSON:
-    async with limits.analysing(rt, caller.account_id):
-        return JSON(await run_in_threadpool(analytics.list_clicks, rt, caller, link_id, dict(request.query_params)))
+    return JSON(await analytics.list_clicks(rt, caller, link_id, dict(request.query_params)))

@@ -3,12 +3,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from fastapi.concurrency import run_in_threadpool
 
 from slugline.api.deps import ApiCaller, RuntimeDep
 from slugline.api.query import query_model, query_parameters
 from slugline.common.inputs import SearchParams
-from slugline.limits import rules as limits
 from slugline.search import service as search_service
 from slugline.web.responses import JSON
 
@@ -23,8 +21,4 @@ router = APIRouter(tags=["search"])
 async def search(
     rt: RuntimeDep, caller: ApiCaller, params: Annotated[SearchParams, Depends(query_model(SearchParams))]
 ) -> JSON:
-    found = await search_service.search_now(rt, caller, params)
-    if found is not None:
-        return JSON(found)
-    async with limits.querying(rt, caller.account_id, params.q):
-        return JSON(await run_in_threadpool(search_service.search_links, rt, caller, params.model_dump()))
+    return JSON(await search_service.search_links(rt, caller, params))
