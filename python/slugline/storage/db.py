@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import fcntl
+import errno
+import importlib
 import ipaddress
 import os
 import threading
@@ -39,6 +40,19 @@ WAL_KEPT_BYTES = 64 * 1024 * 1024
 # (`loopread.PgLoopReader`, which keeps its `PIPES` pipelined connections for the reads besides).
 LOOP_CONNECTIONS = 8
 UNAVAILABLE_MESSAGE = "the database is unavailable: try again shortly"
+LOCK_POLL_SECONDS = (0.0005, 0.01)  # Windows: first and longest pause between tries of a writer lock another holds
+
+
+def _optional(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+# The OS lock `WriterLock` takes: flock on POSIX (Linux, macOS), msvcrt's byte-range lock on Windows.
+_fcntl: Any = _optional("fcntl")
+_msvcrt: Any = None if _fcntl is not None else _optional("msvcrt")
 
 
 def unavailable(exc: BaseException) -> bool:
@@ -139,11 +153,11 @@ def make_engine(settings: Settings) -> Engine:
 
 class WriterLock:
     """One writer at a time for an SQLite file, across the threads of a process and the processes (workers) that
-    share the file: a thread lock, then an OS lock (flock) on a file beside the database. Writers of every worker
-    queue on it and are handed the file the moment it is free, where SQLite's own busy handler would have them sleep
-    and try again (up to 100 ms a try): with two workers writing, that sleeping had made creates slower than with
-    one. SQLite still guards the file itself; writers that do not take this lock (the click flusher) only wait on
-    the file as before."""
+    share the file: a thread lock, then an OS lock (flock; on Windows msvcrt's) on a file beside the database.
+    Writers of every worker queue on it and are handed the file the moment it is free, where SQLite's own busy
+    handler would have them sleep and try again (up to 100 ms a try): with two workers writing, that sleeping had
+    made creates slower than with one. SQLite still guards the file itself; writers that do not take this lock (the
+    click flusher) only wait on the file as before."""
 
     def __init__(self, path: Path) -> None:
         self.path = path.with_name(path.name + "-writer")
@@ -174,7 +188,7 @@ class WriterLock:
             self._thread.release()
             return False
         try:
-            fcntl.flock(self._file(), fcntl.LOCK_EX)
+            _lock_file(self._file(), wait=True)
         except BaseException:
             self._thread.release()
             raise
@@ -188,18 +202,53 @@ class WriterLock:
         if not self._thread.acquire(blocking=False):
             return False
         try:
-            fcntl.flock(self._file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._thread.release()
-            return False
+            taken = _lock_file(self._file(), wait=False)
         except BaseException:
             self._thread.release()
             raise
-        return True
+        if not taken:
+            self._thread.release()
+        return taken
 
     def release(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        _unlock_file(self._fd)
         self._thread.release()
+
+
+def _lock_file(fd: int, wait: bool) -> bool:
+    """An exclusive OS lock on the open file `fd`, waiting for it if `wait`; False when another holds it (and not
+    `wait`). Where the OS offers neither lock, the thread lock alone serves: SQLite still guards the file."""
+    if _fcntl is not None:
+        try:
+            _fcntl.flock(fd, _fcntl.LOCK_EX if wait else _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+    if _msvcrt is None:
+        return True
+    # Windows: the first byte, locked without waiting and tried again after a pause (msvcrt's own waiting lock gives
+    # up after 10 s, and tries once a second). Another process's writer holds it for one short write.
+    pause, longest = LOCK_POLL_SECONDS
+    while True:
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            _msvcrt.locking(fd, _msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EDEADLK):
+                raise
+            if not wait:
+                return False
+        time.sleep(pause)
+        pause = min(pause * 2, longest)
+
+
+def _unlock_file(fd: int) -> None:
+    if _fcntl is not None:
+        _fcntl.flock(fd, _fcntl.LOCK_UN)
+    elif _msvcrt is not None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        _msvcrt.locking(fd, _msvcrt.LK_UNLCK, 1)
 
 
 class Database:
