@@ -36,6 +36,14 @@ def test_link_form_errors_carry_the_api_message_next_to_the_field(owner: TestCli
     assert 'id="e-password">password is required' in res.text
 
 
+def test_the_links_table_shows_the_same_links_on_every_visit(owner: TestClient) -> None:
+    """The first visit reads on a thread; later ones on the event loop, whose rows arrive as JSON bytes."""
+    new_link(owner, destination_url="https://example.com/x", slug="again", title="Again")
+    for _ in range(3):
+        page = owner.get("/app/links")
+        assert page.status_code == 200 and "/again" in page.text and "Again" in page.text
+
+
 def test_create_edit_and_delete_a_link(owner: TestClient) -> None:
     link_id = new_link(
         owner, destination_url="https://example.com/a", slug="ex", title="Ex", hashtags="Rust, #books, rust"

@@ -88,6 +88,21 @@ def test_tool_errors_carry_the_service_message(client: TestClient, alice: Accoun
     assert made["structuredContent"]["short_url"] == f"{PUBLIC}/inproc"
 
 
+def test_list_links_answers_the_same_on_every_call(client: TestClient, alice: Account) -> None:
+    """The first list reads on a thread; later ones on the event loop, whose rows arrive as JSON bytes: the tool's
+    structured content is the same JSON as REST's either way."""
+    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_links", "arguments": {}}}
+    client.post(
+        "/api/v1/links", json={"destination_url": "https://example.org/", "slug": "listed"}, headers=alice.auth()
+    )
+    for _ in range(3):
+        res = post(client, alice.full, body=body, **{"MCP-Protocol-Version": "2025-06-18"})
+        assert res.status_code == 200, res.text
+        result = res.json()["result"]
+        assert not result.get("isError"), result
+        assert [link["slug"] for link in result["structuredContent"]["data"]] == ["listed"]
+
+
 @pytest.mark.parametrize(
     "public_url, host, origin",
     [

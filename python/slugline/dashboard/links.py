@@ -37,7 +37,7 @@ async def list_page(request: Request) -> Response:
     errors: dict[str, str] = {}
     status = 200
     try:
-        found = await links.list_links(who.rt, caller, query)
+        found = links.plain(await links.list_links(who.rt, caller, query))
     except RateLimited as exc:
         raise PageError.of(exc) from None
     except ServiceError as exc:  # a bad sort or page: the table is empty and the message says why

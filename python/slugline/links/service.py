@@ -117,6 +117,13 @@ def links_json(rows: list[Any], base_url: str) -> list[Any]:
     ]
 
 
+def plain(answer: dict[str, Any]) -> dict[str, Any]:
+    """`answer` with the links `links_json` wrote as JSON bytes parsed back into dicts: for the callers that read an
+    answer's values (the dashboard's templates, MCP's output schema) rather than send them as they are."""
+    parsed: dict[str, Any] = orjson.loads(orjson.dumps(answer))
+    return parsed
+
+
 def _tags(stored: str | list[str] | None) -> list[str]:
     """Hashtags as SQLite's driver gives them (JSON text) or PostgreSQL's (parsed)."""
     found = orjson.loads(stored) if isinstance(stored, str) else stored

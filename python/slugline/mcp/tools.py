@@ -51,7 +51,7 @@ async def _call(ctx: Context, operation: Operation) -> Any:
     params = ctx.request_context.params or {}
     arguments = dict(params.get("arguments") or {})
     try:
-        return await operation(rt, caller, arguments)
+        return links.plain(await operation(rt, caller, arguments))
     except ServiceError as exc:
         return CallToolResult(content=[TextContent(type="text", text=exc.message)], is_error=True)
 

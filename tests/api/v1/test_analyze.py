@@ -57,9 +57,10 @@ def test_auto_meta_fills_title_and_description(client: TestClient, alice: Accoun
 def test_auto_meta_never_fails_a_create_and_says_what_failed(client: TestClient, alice: Account) -> None:
     res = create(client, alice, destination_url="http://127.0.0.1:9/closed", auto_meta=True)
     assert res.status_code == 201 and res.json()["title"] is None
-    assert res.json()["meta_error"] == client.get("/api/v1/analyze", params={"url": "http://127.0.0.1:9/"}).json()[
-        "fetch_error"
-    ]
+    assert (
+        res.json()["meta_error"]
+        == client.get("/api/v1/analyze", params={"url": "http://127.0.0.1:9/"}).json()["fetch_error"]
+    )
     refused = create(client, alice, destination_url="http://10.1.2.3/", auto_meta=True)  # refused before any packet
     assert refused.status_code == 201 and "private or reserved address" in refused.json()["meta_error"]
 
