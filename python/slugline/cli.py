@@ -28,9 +28,15 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     from slugline.storage.db import Database
 
     db = Database(get_settings())  # no secret needed to change the schema
-    migrate.upgrade(db.engine)
+    before, after = migrate.upgrade(db.engine)
     db.dispose()
-    print("database is up to date")
+    at = ", ".join(after)
+    if not before:
+        print(f"created the database schema at revision {at}")
+    elif before != after:
+        print(f"upgraded the database schema from revision {', '.join(before)} to {at}")
+    else:
+        print(f"database is up to date (revision {at})")
     return 0
 
 

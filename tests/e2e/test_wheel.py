@@ -127,7 +127,7 @@ def test_wheel_migrates_answers_and_redirects(minor: str, artefacts: Artefacts, 
     for command in ([bin_ / "slugline"], [bin_ / "python", "-m", "slugline"]):
         assert run(*command, "--version", env=env, cwd=tmp_path).stdout.strip() == f"slugline {release}"
 
-    assert "up to date" in run(bin_ / "slugline", "migrate", env=env, cwd=tmp_path).stdout
+    assert "created the database schema at revision" in run(bin_ / "slugline", "migrate", env=env, cwd=tmp_path).stdout
     password = {"SLUGLINE_NEW_PASSWORD": "wheel-password"}
     run(bin_ / "slugline", "accounts", "create", "ada", "--plan", "developer", env=env | password, cwd=tmp_path)
     server = Server(env["SLUGLINE_DATABASE_URL"], python=str(bin_ / "python")).start(tmp_path)

@@ -9,7 +9,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 logger = logging.getLogger(__name__)
@@ -35,13 +35,22 @@ def alembic_config() -> Config:
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
+def upgrade(engine: Engine, revision: str = "head") -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Every migration up to `revision`, in one transaction that Alembic begins and commits: a migration may step out
-    of it for what PostgreSQL runs only outside one (0008 builds an index concurrently), committing what came before."""
+    of it for what PostgreSQL runs only outside one (0008 builds an index concurrently), committing what came before.
+    The schema's revisions before and after (none before: the database was empty)."""
     config = alembic_config()
     with engine.connect() as connection:
+        before = _revisions(connection)
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
+        return before, _revisions(connection)
+
+
+def _revisions(connection: Connection) -> tuple[str, ...]:
+    found = tuple(sorted(MigrationContext.configure(connection).get_current_heads()))
+    connection.rollback()  # the read's own transaction: Alembic begins and commits the upgrade's
+    return found
 
 
 class SchemaBehind(RuntimeError):
