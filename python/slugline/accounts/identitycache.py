@@ -9,9 +9,8 @@ The rule, which README's "Caching" section repeats for operators:
 - A write made in this worker (revoke, rotate, logout, password change, plan change) drops the account's entries
   at once, and bumps a generation so that a read which began before the write cannot store its older answer.
 - At most `max_entries` entries; past that the oldest stored go first, a tenth of the bound at a time, the table
-  made again from the rest (`_trim`): taking a dict's first key one eviction at a time walks past every slot emptied
-  since the table's last resize, ~9 µs an eviction at 10,000 entries, while a rebuild every thousand stores costs
-  each under a microsecond. An entry is a few hundred bytes, under
+  made again from the rest (`BoundedCache` with `lru=False`: reads are one dict lookup without a lock, and a
+  rebuild every thousand stores costs each under a microsecond). An entry is a few hundred bytes, under
   `MAX_BASE_URL` characters of base URL: the base comes from the request's Host header, which the client chooses
   (a server accepted one of 400 KB), so a longer one is not kept with the entry (`get` puts each request's own on
   the answer anyway). 10,000 entries stay under ~10 MB.
@@ -25,19 +24,16 @@ Read from the event loop (no I/O, one short lock), filled from the threads that 
 
 from __future__ import annotations
 
-import itertools
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
+from slugline.common.bounded import BoundedCache
 from slugline.common.caller import Caller
 
 TRUST_SECONDS = 0.5
 MAX_ENTRIES = 10_000
 MAX_BASE_URL = 512  # characters of base URL kept with an entry (a DNS name has at most 253)
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +56,10 @@ class IdentityCache:
         self.max_entries = max_entries
         self.trust_seconds = trust_seconds
         self._clock = clock
-        self._entries: dict[str, tuple[Caller, float]] = {}  # insertion order is age: the oldest is first out
-        self._refused: dict[str, tuple[str, float]] = {}  # digest -> (the 401's message, trusted until)
-        self._generation = 0
-        self._lock = threading.Lock()
+        # digest -> (caller, trusted until); the epoch of `_entries` is the generation `forget_account` bumps
+        self._entries: BoundedCache[str, tuple[Caller, float]] = BoundedCache(max_entries=max_entries, lru=False)
+        # digest -> (the 401's message, trusted until)
+        self._refused: BoundedCache[str, tuple[str, float]] = BoundedCache(max_entries=max_entries, lru=False)
 
     def get(self, digest: str, base_url: str) -> Caller | None:
         """The caller behind the token whose keyed hash is `digest`, if resolved here less than a trust period ago."""
@@ -72,14 +68,12 @@ class IdentityCache:
             return None
         caller, until = found
         if self._clock() >= until:
-            with self._lock:
-                if self._entries.get(digest) is found:
-                    del self._entries[digest]
+            self._entries.discard(digest, found)
             return None
         return caller if caller.base_url == base_url else replace(caller, base_url=base_url)
 
     def ticket(self) -> Ticket:
-        return Ticket(self._generation, self._clock())
+        return Ticket(self._entries.epoch, self._clock())
 
     def put(self, digest: str, caller: Caller, ticket: Ticket, valid_for: float | None = None) -> None:
         """Keep `caller`, read from the database after `ticket` was taken, unless a write of this worker has
@@ -89,12 +83,7 @@ class IdentityCache:
             return
         if len(caller.base_url) > MAX_BASE_URL:
             caller = replace(caller, base_url="")
-        with self._lock:
-            if ticket.generation != self._generation:
-                return
-            self._entries.pop(digest, None)
-            self._entries[digest] = (caller, ticket.started + trust)
-            self._entries = _trim(self._entries, self.max_entries)
+        self._entries.put(digest, (caller, ticket.started + trust), epoch=ticket.generation)
 
     def refusal(self, digest: str) -> str | None:
         """The message of the 401 the token whose keyed hash is `digest` got less than a trust period ago, if any."""
@@ -103,35 +92,17 @@ class IdentityCache:
             return None
         message, until = found
         if self._clock() >= until:
-            with self._lock:
-                if self._refused.get(digest) is found:
-                    del self._refused[digest]
+            self._refused.discard(digest, found)
             return None
         return message
 
     def refuse(self, digest: str, message: str, ticket: Ticket) -> None:
         """Remember that a read begun at `ticket` refused the token (401, with `message`)."""
-        with self._lock:
-            self._refused.pop(digest, None)
-            self._refused[digest] = (message, ticket.started + self.trust_seconds)
-            self._refused = _trim(self._refused, self.max_entries)
+        self._refused.put(digest, (message, ticket.started + self.trust_seconds))
 
     def forget_account(self, account_id: int) -> None:
         """After a write that changes what the account's tokens may do (or whether they work)."""
-        with self._lock:
-            self._generation += 1
-            stale = [digest for digest, (caller, _) in self._entries.items() if caller.account_id == account_id]
-            for digest in stale:
-                del self._entries[digest]
+        self._entries.invalidate(lambda _, entry: entry[0].account_id == account_id)
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-def _trim(table: dict[str, _T], bound: int) -> dict[str, _T]:
-    """`table` if within `bound`; else a new table of its youngest entries, a tenth of the bound fewer (only what
-    exceeds it, for bounds under ten). Readers on the event loop hold the old table or the new one, both whole."""
-    if len(table) <= bound:
-        return table
-    keep = bound - bound // 10
-    return dict(itertools.islice(table.items(), len(table) - keep, None))

@@ -23,9 +23,9 @@ source is what a click's `utm_source` or referrer said: up to 255 characters, ~1
 from __future__ import annotations
 
 import sys
-import threading
-from collections import OrderedDict
 from datetime import date, datetime
+
+from slugline.common.bounded import BoundedCache
 
 MAX_ENTRIES = 20_000  # a 365-day view takes at most 365
 MAX_BYTES = 8 << 20
@@ -36,45 +36,32 @@ ENTRY_BYTES = 512
 # (account id, account created at, public-only view, link id or None, source or None, day): an id alone may name
 # another account later (SQLite reuses the id of the newest row deleted), whose links version starts over.
 Key = tuple[int, datetime, bool, str | None, str | None, date]
+Count = tuple[int, int, int]  # (links version, the day's clicks, visitors)
 
 
 class VisitorCounts:
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
-        self._max = max_entries
-        self._max_bytes = max_bytes
-        self._counts: OrderedDict[Key, tuple[int, int, int]] = OrderedDict()  # (version, day's clicks, visitors)
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._counts: BoundedCache[Key, Count] = BoundedCache(max_entries=max_entries, max_bytes=max_bytes, size=_cost)
 
     def get(self, key: Key, version: int, clicks: int) -> int | None:
         """The count stored under exactly this links version and this click total of the day, or None."""
-        with self._lock:
-            found = self._counts.get(key)
-            if found is None or found[:2] != (version, clicks):
-                return None
-            self._counts.move_to_end(key)
-            return found[2]
+        found = self._counts.get(key, lambda held: held[0] == version and held[1] == clicks)
+        return None if found is None else found[2]
 
     def put(self, key: Key, version: int, clicks: int, visitors: int) -> None:
         """Keep a count made after `version` and the day's `clicks` were read."""
-        with self._lock:
-            if key not in self._counts:
-                self._bytes += _cost(key)
-            self._counts[key] = (version, clicks, visitors)
-            self._counts.move_to_end(key)
-            while len(self._counts) > self._max or self._bytes > self._max_bytes:
-                self._bytes -= _cost(self._counts.popitem(last=False)[0])
+        self._counts.put(key, (version, clicks, visitors))
 
     @property
     def bytes(self) -> int:
         """What the counts kept are counted at."""
-        return self._bytes
+        return self._counts.bytes
 
     def __len__(self) -> int:
         return len(self._counts)
 
 
-def _cost(key: Key) -> int:
+def _cost(key: Key, _count: Count) -> int:
     link_id, source = key[3], key[4]
     return (
         ENTRY_BYTES

@@ -76,6 +76,8 @@ _State = tuple[float, float, float]  # an in-process bucket: tokens, updated at,
 class MemoryRateLimiter:
     """Buckets in this process, at most `max_keys` of them in `max_bytes`.
 
+    Not a `common.bounded.BoundedCache`: a bucket still refilling is never evicted, so a flood of keys resets no limit.
+
     Only buckets that are not full are kept (a full bucket is the same as none), and each goes as soon as it has
     refilled, so the table holds the callers that are spending, not every caller ever seen. A bucket that is not full
     is never dropped to make room: it would come back full, and filling the table (with logins of made-up usernames,

@@ -8,38 +8,24 @@ stale count can never be served. At most `MAX_ENTRIES` counts are kept, the leas
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from slugline.common.bounded import BoundedCache
 
 MAX_ENTRIES = 10_000
 
 
 class LinkCounts:
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self._max = max_entries
-        self._counts: OrderedDict[tuple[int, bool], tuple[int, int]] = OrderedDict()
-        self._lock = threading.Lock()
+        # (account id, public only) -> (links version, count)
+        self._counts: BoundedCache[tuple[int, bool], tuple[int, int]] = BoundedCache(max_entries=max_entries)
 
     def get(self, account_id: int, public_only: bool, version: int) -> int | None:
         """The count stored at exactly this version, or None."""
-        key = (account_id, public_only)
-        with self._lock:
-            found = self._counts.get(key)
-            if found is None or found[0] != version:
-                return None
-            self._counts.move_to_end(key)
-            return found[1]
+        found = self._counts.get((account_id, public_only), lambda held: held[0] == version)
+        return None if found is None else found[1]
 
     def put(self, account_id: int, public_only: bool, version: int, count: int) -> None:
-        key = (account_id, public_only)
-        with self._lock:
-            found = self._counts.get(key)
-            if found is not None and found[0] > version:
-                return  # a newer count is already here
-            self._counts[key] = (version, count)
-            self._counts.move_to_end(key)
-            while len(self._counts) > self._max:
-                self._counts.popitem(last=False)
+        """Keep the count read at `version`, unless a newer count is already here."""
+        self._counts.put((account_id, public_only), (version, count), replaces=lambda held: held[0] <= version)
 
     def __len__(self) -> int:
         return len(self._counts)

@@ -75,6 +75,8 @@ _SELECT_MANY = select(Link.slug, *_COLUMNS).where(Link.slug.in_(bindparam("slugs
 
 
 class LinkCache:
+    """Not a `common.bounded.BoundedCache`: every redirect's hit must stay one plain dict read, with no Python call."""
+
     def __init__(
         self,
         db: Database,

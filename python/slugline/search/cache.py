@@ -77,7 +77,9 @@ class _Entry:
 
 
 class SearchCache:
-    """Account id -> (links_version, SearchIndex), least recently used first out once the indexes together
+    """Not a `common.bounded.BoundedCache`: an index's bytes are measured in Rust and change after it is stored.
+
+    Account id -> (links_version, SearchIndex), least recently used first out once the indexes together
     hold more than `budget_bytes`. A stale index catches up through the change feed (O(changed links));
     it is rebuilt only when the feed cannot tell, and then by one request while the others wait for it."""
 
