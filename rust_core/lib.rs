@@ -1,8 +1,8 @@
 //! Slugline's core: pure functions and small structs behind the Python package `slugline._core`.
 //! Only `py/` (the `python` feature) knows about Python; everything else builds and tests without it.
 
-pub mod agent;
 pub mod base62;
+pub mod clickqueue;
 pub mod keys;
 pub mod linkjson;
 pub mod password;
@@ -10,6 +10,7 @@ pub mod referrer;
 pub mod rollup;
 pub mod search;
 pub mod slug;
+pub mod useragent;
 
 #[cfg(feature = "python")]
 mod py;

@@ -3,7 +3,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use slugline_core::rollup::ClickBatch;
 use slugline_core::search::{Link, SearchIndex};
-use slugline_core::{agent, keys};
+use slugline_core::{keys, useragent};
 use std::hint::black_box;
 
 const WORDS: &[&str] = &[
@@ -157,7 +157,7 @@ fn bench_clicks(c: &mut Criterion) {
     ];
     for (name, ua) in ["iphone", "chrome", "googlebot"].into_iter().zip(agents) {
         c.bench_function(&format!("classify_user_agent/{name}"), |b| {
-            b.iter(|| agent::classify_user_agent(black_box(ua)))
+            b.iter(|| useragent::classify_user_agent(black_box(ua)))
         });
     }
     let batch = ClickBatch::synthetic(1_000_000, 10_000, 30, 7).expect("batch");

@@ -1,7 +1,7 @@
 //! The Python boundary (`slugline._core`): argument conversion, invalid input turned into `CoreError`, panics
 //! into `CorePanic` (a bug must never pass for bad input), and the GIL released around heavy work.
 
-use crate::{agent, keys, linkjson, password, referrer, search, slug};
+use crate::{keys, linkjson, password, referrer, search, slug, useragent};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -11,8 +11,9 @@ use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-mod classes;
+mod click_batch;
 mod queue;
+mod search_index;
 
 create_exception!(
     slugline._core,
@@ -233,7 +234,7 @@ fn link_json_rows<'py>(
 #[pyfunction]
 fn classify_user_agent(user_agent: &str) -> PyResult<(&'static str, &'static str, &'static str)> {
     guard(|| {
-        let agent = agent::classify_user_agent(user_agent);
+        let agent = useragent::classify_user_agent(user_agent);
         Ok((agent.device.name(), agent.browser, agent.os))
     })
 }
@@ -270,9 +271,11 @@ mod _core {
     use pyo3::types::PyFrozenSet;
 
     #[pymodule_export]
-    use super::classes::{PyClickBatch, PySearchIndex};
+    use super::click_batch::PyClickBatch;
     #[pymodule_export]
     use super::queue::{PyClickQueue, PyClicks, PyEncoded, PyValueChunks};
+    #[pymodule_export]
+    use super::search_index::PySearchIndex;
     #[pymodule_export]
     use super::{
         classify_source, classify_user_agent, generate_key, generate_link_id, generate_slug, hash_key, hash_password,

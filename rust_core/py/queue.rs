@@ -2,7 +2,7 @@
 //! flusher takes out, encodes with the GIL released, and releases or gives back.
 
 use super::{core_error, guard, lock, non_negative, released};
-use crate::rollup::queue::{self, ClickArgs, ClickQueue, Cuts, Encoded, RawClick, Recorded};
+use crate::clickqueue::{self as queue, ClickArgs, ClickQueue, Cuts, Encoded, RawClick, Recorded};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use std::collections::{HashMap, HashSet};

@@ -3,14 +3,14 @@
 //! of a million clicks stays compact and aggregation hashes small integer keys.
 
 mod intern;
-mod json;
-pub mod queue;
+pub(crate) mod json;
+
 #[cfg(any(test, feature = "testing"))]
 mod synthetic;
 
-use crate::agent::{classify_user_agent, Agent, Device};
 use crate::keys::KeyedHasher;
 use crate::referrer::{classify_source, referrer_host};
+use crate::useragent::{classify_user_agent, Agent, Device};
 use intern::Interner;
 use std::fmt;
 
@@ -112,7 +112,7 @@ pub struct ClickInput<'a> {
     pub ip: &'a str,
 }
 
-fn epoch_day(timestamp: f64) -> Result<i64, ClickError> {
+pub(crate) fn epoch_day(timestamp: f64) -> Result<i64, ClickError> {
     let day = (timestamp / SECONDS_PER_DAY).floor();
     if !day.is_finite() || day.abs() > 1e12 {
         return Err(ClickError::Timestamp(timestamp.to_string()));

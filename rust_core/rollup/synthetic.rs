@@ -2,7 +2,7 @@
 //! the classification and hashing of `ClickBatch::add`, so a benchmark of the roll-up measures only the roll-up.
 
 use super::{Click, ClickBatch, SECONDS_PER_DAY, VISITOR_HEX_CHARS};
-use crate::agent::Device;
+use crate::useragent::Device;
 use std::fmt;
 
 /// The shape asked of a synthetic batch cannot be built.

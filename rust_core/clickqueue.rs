@@ -2,10 +2,10 @@
 //! (headers already cut to what is stored), within a byte budget; a flusher takes batches out and encodes
 //! them — classification, visitor hashes, roll-ups and the rows as JSON — with no lock held on the queue.
 
-use super::json::JsonRows;
-use super::{epoch_day, visitor_hash, ClickBatch, ClickError, Origin, Visitor};
-use crate::agent::{classify_user_agent, Agent};
 use crate::keys::KeyedHasher;
+use crate::rollup::json::JsonRows;
+use crate::rollup::{epoch_day, visitor_hash, ClickBatch, ClickError, Origin, Visitor};
+use crate::useragent::{classify_user_agent, Agent};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};

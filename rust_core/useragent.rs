@@ -1,5 +1,5 @@
 //! User-agent classification into (device, browser, os) by ordered substring rules. The rule tables are
-//! the specification: `tests/reference.py` mirrors them line for line.
+//! the specification: `tests/support/reference.py` mirrors them line for line.
 
 /// Matched case-insensitively (ASCII); the first hit names the bot's "browser".
 const BOTS: &[(&str, &str)] = &[
