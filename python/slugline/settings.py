@@ -13,9 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Plan = Literal["free", "developer", "pro"]
 PLAN_RANK: dict[str, int] = {"free": 0, "developer": 1, "pro": 2}
-# Clicks that start a write before the second is up. Measured on SQLite (`test_write_sqlite_spread` in
-# benches/test_click_path.py): traffic spread over 1,000 links costs ~14 us of CPU a click written 1,000 to a commit
-# (every row its own index page), 4.8 us 10,000 to a commit. Clicks still reach the database within a second.
+# Clicks that start a write before the second is up: large batches cost much less CPU a click than small ones when
+# traffic is spread over many links (`test_write_sqlite_spread` in benches/test_click_path.py measures it).
 CLICK_FLUSH_MAX = 10_000
 MIN_DB_THREADS = 2  # a worker's database threads: one account's queries never hold the last one
 MIN_SECRET_BYTES = 32  # HMAC-SHA256 keys and cookie signatures are only as strong as the secret behind them
@@ -24,17 +23,28 @@ MIN_SECRET_BYTES = 32  # HMAC-SHA256 keys and cookie signatures are only as stro
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SLUGLINE_", extra="ignore")
 
+    # Where links, accounts and clicks are stored: sqlite:///path (the embedded default) or postgresql://...
     database_url: str = "sqlite:///./data/slugline.db"
+    # Redis shared by every instance (rate limits, cache invalidation); unset: each instance keeps its own.
     redis_url: str | None = None
+    # At least 32 bytes: keys API-key hashes, visitor hashes and cookie signatures. Unset on SQLite: generated once
+    # and kept beside the database file; required on PostgreSQL, where several instances must share it.
     secret_key: str | None = None
+    # The URL short links are made with (e.g. https://sho.rt); unset: each request's own scheme and host.
     public_url: str | None = None
     # Proxies whose X-Forwarded-For/-Proto are believed (comma-separated IPs or CIDRs, or "*"); unset: none.
     trusted_proxies: str | None = None
+    # The plan of a newly registered account (free has no API access; an admin raises it with `slugline set-plan`).
     default_plan: Plan = "free"
+    # For tests only: lets the metadata fetcher reach loopback addresses.
     fetch_allow_private: bool = False
+    # Hours a dashboard or /auth/login session token stays valid.
     session_hours: int = Field(default=24, ge=1, le=24 * 90)
+    # Calls per minute of an account on the developer plan (REST and MCP together, per key scope).
     rate_limit_developer: int = Field(default=600, ge=1)
+    # Calls per minute of an account on the pro plan.
     rate_limit_pro: int = Field(default=3000, ge=1)
+    # Calls per minute of one IP address without a developer or pro API key (anonymous callers, sessions, free keys).
     rate_limit_anonymous: int = Field(default=60, ge=1)
     # URLs fetched for anonymous callers, per IP: /analyze without a key and OAuth Client ID Metadata Documents.
     rate_limit_analyze_anonymous: int = Field(default=10, ge=1, description="anonymous fetches per IP")
@@ -44,9 +54,10 @@ class Settings(BaseSettings):
     rate_limit_password_hashes: int = Field(default=30, ge=1, description="argon2 hashes per minute per IP")
     # Bytes of rate-limit buckets each worker keeps in process (all of them without Redis, the fallback's with it).
     rate_limit_bytes: int = Field(default=16 << 20, ge=1 << 16)
-    # Per account and worker: concurrent auto_meta fetches and concurrent expensive queries (search, q, analytics,
-    # click logs); past the cap a request waits up to `busy_wait_seconds` for a slot, then gets 429.
+    # Per account and worker: concurrent auto_meta fetches; past the cap a request waits up to `busy_wait_seconds`
+    # for a slot, then gets 429.
     fetch_concurrency: int = Field(default=4, ge=1)
+    # Per account and worker: concurrent expensive queries (search, q, analytics, click logs), waited for likewise.
     query_concurrency: int = Field(default=4, ge=1)
     busy_wait_seconds: float = Field(default=2.0, ge=0, le=30)
     # Ports the metadata fetcher may connect to (comma-separated).
@@ -59,10 +70,13 @@ class Settings(BaseSettings):
     link_cache_bytes: int = Field(default=64 << 20, ge=1 << 20)
     # Bytes of search indexes each worker keeps (least recently searched accounts are dropped first).
     search_memory_mb: int = Field(default=256, ge=1, description="search index memory per worker, MiB")
+    # Seconds between writes of buffered clicks: a click reaches the database within this time.
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
+    # Clicks that start a write before `click_flush_seconds` is up.
     click_flush_max: int = Field(default=CLICK_FLUSH_MAX, ge=1, le=CLICK_FLUSH_MAX)
-    # PostgreSQL connections per worker: the pool, and how many more may be opened at a peak.
+    # PostgreSQL connections each worker keeps open.
     db_pool_size: int = Field(default=20, ge=MIN_DB_THREADS)
+    # PostgreSQL connections a worker may open beyond the pool at a peak.
     db_max_overflow: int = Field(default=10, ge=0)
     # Default: 4 on SQLite, db_pool_size on PostgreSQL. At least two (so is the pool): an account's queries may hold
     # all but one of them (`limits.query_cap`), and with one thread that would be all of them.
