@@ -1,4 +1,4 @@
-"""Accounts and session tokens, and the plan gate. A Bearer token becomes a Caller in `services.callers`; every write
+"""Accounts and session tokens, and the plan gate. A Bearer token becomes a Caller in `accounts.callers`; every write
 here that changes what an account's tokens may do tells it (`callers.forget`) once committed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The REST API: one router per resource under `api/v1/`, each a thin translation of `slugline.services`."""
+"""The REST API: one router per resource under `api/v1/`, each a thin translation of the concepts' operations."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Settings: the account (plan, password) and the API section, where the owner generates, replaces and revokes the
-full-access and public-only keys (`services.keys`, as `/api-key`) and finds the MCP configuration for this server."""
+full-access and public-only keys (`accounts.keys`, as `/api-key`) and finds the MCP configuration for this server."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The links table, a link's page (fields, QR code, clicks chart, devices, sources, latest clicks) and its QR images:
-`services.links`, `services.analytics` and `services.qr`, as `GET /links`, `/analytics` and `/qr` use them."""
+`links.service`, `analytics.service` and `links.qr`, as `GET /links`, `/analytics` and `/qr` use them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Who is signed in to the dashboard, and the CSRF token every state-changing form carries.
 
-The session is the `svc_sess_` token of `services.accounts` in an HttpOnly, SameSite=Lax cookie, so a page resolves
+The session is the `svc_sess_` token of `accounts.service` in an HttpOnly, SameSite=Lax cookie, so a page resolves
 it exactly as the API resolves a Bearer token. A form's CSRF token is a keyed hash of the session token's digest
 (signed in) or of a random pre-session cookie (the sign-in and create-account forms), so another site can neither
 read nor forge it.

@@ -1,5 +1,5 @@
 """Token-bucket limits on every API and MCP call, applied as a raw ASGI middleware so that every response under
-/api and /mcp carries the RateLimit-* headers, errors included. The rules are `services.limits`; the dashboard's
+/api and /mcp carries the RateLimit-* headers, errors included. The rules are `limits.rules`; the dashboard's
 pages draw from the same buckets (`dashboard.session.visitor`).
 
 Every response it wraps also gets `Cache-Control: no-store` (unless the app chose its own): API answers carry one

@@ -1,1 +1,1 @@
-"""REST API v1: one router per resource, each a thin translation of `slugline.services`."""
+"""REST API v1: one router per resource, each a thin translation of the concepts' operations."""
