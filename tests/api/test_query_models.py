@@ -92,7 +92,7 @@ def test_what_is_remembered_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         long = "q=" + "x" * (query.MAX_REMEMBERED_BYTES - 1)  # valid, and past what is remembered
         for raw in ["per=1", "per=1", "per=2", "per=3", "per=4", "per=1", long, long]:
             assert client.get(f"/ours/list?{raw}").status_code == 200
-    # per=1 read once, then remembered; the fourth query string started the memory over; a long one never kept
+    # per=1 read once, then remembered; the fourth query string pushed the oldest (per=1) out; a long one never kept
     assert seen == [b"per=1", b"per=2", b"per=3", b"per=4", b"per=1", long.encode(), long.encode()]
 
 
