@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections import OrderedDict
 from urllib.parse import urlsplit
 
 import httpcore
@@ -19,6 +18,7 @@ import orjson
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
+from slugline.common.bounded import BoundedCache
 from slugline.common.bounds import MAX_CLIENT_METADATA
 from slugline.fetch import fetcher
 from slugline.limits import rules as limits
@@ -39,27 +39,26 @@ def is_document_url(client_id: str) -> bool:
     return client_id.startswith("https://")
 
 
+# A cached document: when it expires (monotonic seconds), what it cost in bytes, and the client it registers.
+Cached = tuple[float, int, OAuthClientInformationFull]
+
+
 class DocumentCache:
-    """URL → (expiry, size, client), least recently used first, evicted past the byte budget."""
+    """URL → client, least recently used first, within a byte budget; an entry past its expiry is not answered."""
 
     def __init__(self, budget: int = CACHE_BUDGET) -> None:
-        self.budget, self.used = budget, 0
-        self.entries: OrderedDict[str, tuple[float, int, OAuthClientInformationFull]] = OrderedDict()
+        self.entries: BoundedCache[str, Cached] = BoundedCache(max_bytes=budget, size=lambda url, held: held[1])
+
+    @property
+    def used(self) -> int:
+        return self.entries.bytes
 
     def get(self, url: str) -> OAuthClientInformationFull | None:
-        found = self.entries.get(url)
-        if found is None or found[0] < time.monotonic():
-            return None
-        self.entries.move_to_end(url)
-        return found[2]
+        found = self.entries.get(url, accept=lambda held: held[0] >= time.monotonic())
+        return None if found is None else found[2]
 
     def put(self, url: str, size: int, client: OAuthClientInformationFull) -> None:
-        if (old := self.entries.pop(url, None)) is not None:
-            self.used -= old[1]
-        self.entries[url] = (time.monotonic() + CACHE_SECONDS, size + len(url), client)
-        self.used += size + len(url)
-        while self.used > self.budget and self.entries:
-            self.used -= self.entries.popitem(last=False)[1][1]
+        self.entries.put(url, (time.monotonic() + CACHE_SECONDS, size + len(url), client))
 
 
 CACHE = DocumentCache()
