@@ -11,14 +11,14 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 LINTED := python tests benches migrations
 
-.PHONY: deps build serve test lint lint-python lint-rust test-rust test-python bench bench-http sdist wheel \
-	wheel-manylinux wheel-musllinux clean
+.PHONY: deps build serve test lint lint-python lint-rust test-rust test-python test-lowest bench bench-http sdist \
+	wheel wheel-manylinux wheel-musllinux clean
 
 $(BIN)/uv:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python >= 3.11 is needed"; exit 1; }
 	@command -v cargo >/dev/null || { echo "a Rust toolchain (cargo) is needed"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
 # Every dependency group at its locked version; done again whenever the lock changes. `--locked` refuses a lock
 # that no longer matches pyproject.toml: run `uv lock` after editing dependencies. Compiled to bytecode once here:
@@ -31,9 +31,10 @@ $(VENV)/.locked: uv.lock pyproject.toml | $(BIN)/uv
 deps: $(VENV)/.locked
 
 # Builds the Rust core in release mode, with the test hooks, and installs the package (editable).
-# maturin's -F replaces pyproject's feature list, so it names both.
+# maturin's -F replaces pyproject's feature list, so it names both. `--uv`: the dependencies are checked by uv (one
+# line), where pip listed every one of them as already satisfied.
 build: deps
-	$(BIN)/maturin develop --release -F python,testing -q
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin develop --uv --release -F python,testing -q
 	$(BIN)/python -m compileall -q python/slugline
 
 # A local instance started this way is its owner's: new accounts get the developer plan, so the dashboard can make a
@@ -50,6 +51,8 @@ lint-python: build
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 	cd python && $(abspath $(BIN))/python -m mypy.stubtest slugline._core
+	$(BIN)/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -q -d site
 
 lint-rust: deps
 	cargo fmt --check
@@ -60,6 +63,25 @@ test-rust:
 
 test-python:
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The suite against the oldest versions pyproject.toml allows (`--resolution lowest-direct`: each direct dependency,
+# runtime and test, at its floor), in a venv of its own: a floor that does not work fails here, not for a user.
+# Resolved with `uv pip compile`, which leaves uv.lock alone (`uv sync --resolution lowest-direct` would rewrite it),
+# and installed beside the package built by `build` (maturin reuses that build: no second compile). Every test but
+# the end-to-end ones (and the stub check, which needs mypy), then the real `slugline serve` once (Granian, both
+# stores).
+LOWEST ?= .venv-lowest
+LOWEST_TESTS ?= -m "not e2e" --ignore=tests/e2e --ignore=tests/core/test_stub.py tests
+LOWEST_E2E ?= tests/e2e/test_serve.py
+test-lowest: build
+	$(BIN)/uv venv --quiet --allow-existing --python "$$($(BIN)/python -c 'import sys; print(sys._base_executable)')" $(LOWEST)
+	$(BIN)/uv pip compile --quiet --resolution lowest-direct --group test --python $(LOWEST)/bin/python \
+		-o $(LOWEST)/requirements.txt pyproject.toml
+	VIRTUAL_ENV="$(abspath $(LOWEST))" $(BIN)/uv pip sync --quiet --compile-bytecode $(LOWEST)/requirements.txt
+	PATH="$(abspath $(BIN)):$$PATH" VIRTUAL_ENV="$(abspath $(LOWEST))" UV_PROJECT_ENVIRONMENT="$(abspath $(LOWEST))" \
+		$(BIN)/maturin develop --uv --release -F python,testing -q
+	$(LOWEST)/bin/python -m pytest -x -q $(LOWEST_TESTS) $(PYTEST_ARGS)
+	$(LOWEST)/bin/python -m pytest -x -q $(LOWEST_E2E) $(PYTEST_ARGS)
 
 bench: build
 	$(BIN)/python -m pytest benches --benchmark-only --timeout 0 $(PYTEST_ARGS)
@@ -113,4 +135,4 @@ $(BIN)/maturin:
 	$(MAKE) deps
 
 clean:
-	rm -rf $(VENV) target data $(DIST) python/slugline/migrations
+	rm -rf $(VENV) $(LOWEST) target data $(DIST) site python/slugline/migrations

@@ -173,7 +173,8 @@ def test_reads_beyond_the_bound_are_refused_not_queued(database_url: str) -> Non
 
 
 def _reader(database_url: str) -> PgLoopReader:
-    return PgLoopReader(database_url, postgresql.dialect(), size=1)  # type: ignore[no-untyped-call]
+    # psycopg's dialect, as the app's engine has (`postgresql.dialect()` is psycopg2's before SQLAlchemy 2.1)
+    return PgLoopReader(database_url, postgresql.psycopg.dialect(), size=1)  # type: ignore[no-untyped-call]
 
 
 PID = select(func.pg_backend_pid())
