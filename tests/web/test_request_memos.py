@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from mcp.server._otel import OpenTelemetryMiddleware
 from opentelemetry import trace
 from starlette.datastructures import URL
 
 from slugline import app as app_module
 from slugline.app import create_api, telemetry
+from slugline.compat import is_sdk_tracing
 from slugline.limits import rules as limits
 from slugline.mcp import McpEndpoint
 from slugline.runtime import Runtime
@@ -76,7 +76,7 @@ def test_address_keys_are_remembered_only_for_short_strings() -> None:
 def _mcp_spans(app: FastAPI) -> bool:
     """Whether the app's MCP server wraps each message in the SDK's OpenTelemetry span."""
     [endpoint] = {found for route in app.routes if isinstance(found := getattr(route, "app", None), McpEndpoint)}
-    return any(isinstance(m, OpenTelemetryMiddleware) for m in endpoint.server.middleware)
+    return any(is_sdk_tracing(m) for m in endpoint.server.middleware)
 
 
 def test_fastapi_telemetry_is_on_only_for_providers_set_up_before_the_app(monkeypatch: pytest.MonkeyPatch) -> None:

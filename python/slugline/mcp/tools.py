@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -16,6 +15,7 @@ from slugline.analytics import service as analytics
 from slugline.common import outputs
 from slugline.common.caller import Caller
 from slugline.common.errors import Invalid, ServiceError
+from slugline.compat import without_sdk_tracing
 from slugline.links import service as links
 from slugline.mcp import inputs
 from slugline.runtime import Runtime
@@ -175,5 +175,5 @@ def build_server(tracing: bool = False) -> MCPServer:
         tools=[_tool(*spec) for spec in TOOLS],
     )
     if not tracing:  # the SDK's documented opt-out: drop it from the middleware list
-        server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+        server.middleware[:] = without_sdk_tracing(server.middleware)
     return server
