@@ -103,6 +103,23 @@ def test_list_links_answers_the_same_on_every_call(client: TestClient, alice: Ac
         assert [link["slug"] for link in result["structuredContent"]["data"]] == ["listed"]
 
 
+def test_create_link_says_what_auto_meta_ran_into_and_nothing_otherwise(client: TestClient, alice: Account) -> None:
+    def create(arguments: dict[str, Any]) -> Any:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "create_link", "arguments": arguments},
+        }
+        res = post(client, alice.full, body=body, **{"MCP-Protocol-Version": "2025-06-18"})
+        assert res.status_code == 200, res.text
+        return res.json()["result"]["structuredContent"]
+
+    refused = create({"destination_url": "http://10.1.2.3/", "auto_meta": True})  # refused before any packet
+    assert "private or reserved address" in refused["meta_error"] and refused["title"] is None
+    assert "meta_error" not in create({"destination_url": "https://example.org/quiet"})
+
+
 @pytest.mark.parametrize(
     "public_url, host, origin",
     [

@@ -6,7 +6,7 @@ document them. `extra="allow"` keeps any field the JSON gains later, so MCP can 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,12 +38,22 @@ class Link(_Open):
     updated_at: str = Field(description=UTC)
 
 
+META_ERROR = {
+    "type": "string",
+    "description": "Only when auto_meta was asked for and the page could not be read: what failed (a refused "
+    "address, a timeout, a host that does not resolve). Absent otherwise; the link is made all the same.",
+}
+
+
+def _with_meta_error(schema: dict[str, Any]) -> None:
+    schema["properties"]["meta_error"] = META_ERROR
+
+
 class NewLink(Link):
-    meta_error: str | None = Field(
-        None,
-        description="Only when auto_meta was asked for and the page could not be read: what failed (a refused "
-        "address, a timeout, a host that does not resolve). The link is made all the same.",
-    )
+    """A created link: `meta_error` is documented, not a field, so an answer without it stays without it (a field with
+    a default would be written as null into MCP's structured content, and REST and MCP would differ)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_with_meta_error)
 
 
 class Pagination(_Open):
