@@ -9,9 +9,9 @@ recently used) going first, safe to use from the event loop and from worker thre
   - `lru=False`: entries age from when they were stored, and a read is one plain dict lookup with no lock (atomic
     under the GIL), for readers on a hot path. Past a bound, the oldest go a tenth of the bound at a time (only what
     exceeds it, for bounds under ten) and the table is made again from the rest: taking a dict's first key one
-    eviction at a time walks past every slot emptied since the table's last resize (~9 µs an eviction at 10,000
-    entries), while a rebuild every thousand stores costs each under a microsecond. Readers hold the old table or
-    the new one, both whole.
+    eviction at a time walks past every slot emptied since the table's last resize (a walk that grows with every
+    eviction), while a rebuild, needed again only after a tenth of the bound more stores, spreads its one pass over
+    the table across them. Readers hold the old table or the new one, both whole.
 - The race guard: a value read from the source of truth before an invalidation must not be stored after it. Take
   `epoch` before the read and give it to `put`; `invalidate` bumps the epoch under the lock `put` checks it under, so
   a value read before an invalidation is either stored before the invalidation drops it, or not at all.

@@ -92,7 +92,8 @@ class LinkCache:
         self._entries: dict[str, tuple[float, Entry | None]] = {}
         # (slug, expiry) in the order stored, the oldest first, with pairs of entries since dropped or stored again
         # skipped when met. Not the dict's own order: taking a dict's first key walks past every slot emptied since
-        # its last resize (at the entry cap, up to ~90 µs a store), and an OrderedDict's lookups cost every hit ~40 ns.
+        # its last resize (at the entry cap, a long walk at every store), and an OrderedDict's lookups cost every hit
+        # more than a plain dict's.
         self._order: deque[tuple[str, float]] = deque()
         self._bytes = 0
         self._lock = threading.RLock()  # `invalidate` runs in other threads: the byte count must not drift

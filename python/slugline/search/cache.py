@@ -35,18 +35,19 @@ INDEXED = (
 # Builds and catch-ups take one of these locks, by account id: at most one per account at a time, and a
 # fixed number of locks however many accounts come and go.
 FLIGHT_LOCKS = 64
-# An account's index up to this size is searched on the event loop: a query over it costs the loop up to ~2 ms
-# (20-80 ns a link), about a garbage collection's pause. A larger one is searched on a thread, under the account's cap
-# on concurrent queries (`limits.querying`): over 100,000 links a query takes 2-11 ms, all of it time the loop would
-# not serve anyone else. The thread path costs each query several times the CPU (a q over 10,000 links: ~850 req/s
-# against ~3,400 on the loop), so the line is drawn well above the accounts most teams have.
+# An account's index up to this size is searched on the event loop: a query over it holds the loop about as long as
+# a garbage collection's pause. A larger one is searched on a thread, under the account's cap on concurrent queries
+# (`limits.querying`): a query's time grows with the links it reads, and on the loop all of it would be time the
+# loop serves no one else. The thread path costs each query several times the CPU, so the line is drawn well above
+# the accounts most teams have (`benches/inprocess.py` measures the loop's path, `benches/test_search.py` queries
+# over 100k links).
 LOOP_LINKS = 25_000
 # `/search` on the event loop highlights its hits there only up to this much text (bytes of ASCII; other text counts
-# eight times, see `SearchIndex.search`): 100 hits of long accented notes took the loop 100-140 ms. Past it, the
-# search runs on a thread with the GIL released, as for a large account.
+# eight times, see `SearchIndex.search`): highlighting 100 hits of long accented notes held the loop many times as
+# long as the query itself. Past it, the search runs on a thread with the GIL released, as for a large account.
 LOOP_HIGHLIGHT_TEXT = 64 * 1024
 # A `q` on the event loop checks links' text only up to this much (units of ~8 bytes read, `SearchIndex.filter_page`:
-# ~8 MB, a few ms); past it the query is asked again on a thread, which may read 64 times more before ignoring terms.
+# ~8 MB); past it the query is asked again on a thread, which may read 64 times more before ignoring terms.
 LOOP_FILTER_TEXT = 1 << 20
 
 

@@ -32,8 +32,8 @@ POOL_WAIT_SECONDS = 5
 # The write-ahead log is copied into the database file once it holds this many pages (32 MiB at 4 KiB pages), not
 # SQLite's 1,000: each checkpoint ends in an fsync, and click batches rewrite the same last pages of the clicks table
 # and its index in every commit, so a longer log is copied less often and each hot page once. At the default a click
-# cost ~3.5 µs more CPU in checkpoints (`benches/test_click_path.py`). After a checkpoint the log file is cut back
-# to WAL_KEPT_BYTES.
+# cost more CPU in checkpoints (`benches/test_click_path.py` measures it). After a checkpoint the log file is cut
+# back to WAL_KEPT_BYTES.
 WAL_CHECKPOINT_PAGES = 8192
 WAL_KEPT_BYTES = 64 * 1024 * 1024
 # Per worker: plain connections for the writes (and deep pages) PostgreSQL answers on the event loop
@@ -85,9 +85,9 @@ def plaintext_on_loopback(url: URL) -> URL:
     libpq's default, `prefer`, negotiates TLS whenever the server offers it, and Debian's server offers it on every
     TCP connection. On loopback that protects nothing (no network to listen on; whoever can read the loopback
     device can read both processes' memory), and `prefer` checks no certificate anyway, while encrypting each
-    message cost a quarter of a primary-key read's round trip in the worker (14 µs of 56) and as much again in the
-    server. A URL or an environment that names any TLS setting (`sslmode`, `PGSSLMODE`, `PGSSLROOTCERT`, ...), a
-    service, or a host address is kept as it is."""
+    message cost a good part of a primary-key read's round trip in the worker and as much again in the server
+    (`benches/pg_roundtrip.py`, `tls`). A URL or an environment that names any TLS setting (`sslmode`, `PGSSLMODE`,
+    `PGSSLROOTCERT`, ...), a service, or a host address is kept as it is."""
     if url.get_backend_name() != "postgresql":
         return url
     if any(key.startswith("ssl") or key in _ELSEWHERE_KEYS for key in url.query):
@@ -258,8 +258,8 @@ class Database:
         self.engine = make_engine(settings)
         # Threads that run requests' database work at once, per worker. Never more than the pool keeps connections
         # for (a thread past it would open and close a connection of its own every time). On SQLite the work is
-        # CPU under the GIL: past a few threads they only trade the GIL (64 concurrent lists of 20 links: 1,220
-        # req/s on 2 threads, 950 on 4, 740 on 8, 430 on 40). Four still leave room for requests that wait (for
+        # CPU under the GIL: past a few threads they only trade the GIL, and concurrent lists of links were served
+        # fewer a second with every thread added past two. Four still leave room for requests that wait (for
         # the write lock, a password hash) without stalling the reads. PostgreSQL work waits on the network, so
         # more threads help there.
         sqlite = self.engine.dialect.name == "sqlite"

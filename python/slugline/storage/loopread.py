@@ -1,10 +1,11 @@
 """Small reads answered on the event loop, with no thread hop: `LoopReader` on SQLite, `PgLoopReader` on PostgreSQL.
 
-A primary-key read or a page of 20 rows down an index takes SQLite 5-50 µs; handing it to a worker thread and back
-costs several times that, and SQLAlchemy's connection checkout around it more again (in process, `get_link` took
-208 µs through a pooled connection and 9 µs through a plain cursor). So the hottest reads (`GET /links/{id}`, a
-page of `GET /links` in creation order, with or without `q`, and the hits of `/search`) try this first, and go to a
-thread (the ordinary path) whenever this cannot answer at once. On SQLite:
+A primary-key read or a page of 20 rows down an index is little work for SQLite; handing it to a worker thread and
+back costs several times that, and SQLAlchemy's connection checkout around it more again (in process, `get_link`
+through a pooled connection took many times what it took through a plain cursor; `benches/inprocess.py` measures
+the requests). So the hottest reads (`GET /links/{id}`, a page of `GET /links` in creation order, with or without
+`q`, and the hits of `/search`) try this first, and go to a thread (the ordinary path) whenever this cannot answer
+at once. On SQLite:
 
 - Nothing here ever waits. The connection's busy timeout is 0: in WAL mode readers are not blocked by writers,
   and in the rare moments a reader would be (a checkpoint resetting the log), SQLite says so at once and the

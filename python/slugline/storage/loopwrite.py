@@ -3,8 +3,8 @@ PostgreSQL.
 
 A link's update is three short statements and a commit (the row read, the row written, the account's version bump
 with the change-feed row: `searchfeed.bump`), a create one statement in autocommit (`LoopWriter.alone`; SQLite's
-triggers bump the version): ~100 µs of SQLite work in WAL mode, where a commit does not sync the disk. Made on a
-worker thread, the same create took ~3.7 ms of the worker's time under load: the thread waits for the process's
+triggers bump the version): little SQLite work in WAL mode, where a commit does not sync the disk. Made on a worker
+thread, the same create took many times as much of the worker's time under load: the thread waits for the process's
 write lock, then for the GIL after each statement (other threads and the loop hold it meanwhile), all while it holds
 the lock every other writer waits for. So a write tries this first, and takes the thread path whenever this cannot
 write at once:
@@ -12,8 +12,8 @@ write at once:
 - The loop never waits. The file's write lock (`db.WriterLock`, shared by every worker) is taken at once if it is
   free; if not, one thread of the worker's own waits for it (up to `LOCK_WAIT_SECONDS`, then the write goes to the
   thread path) and hands it to the write, which then runs on the loop. Sent to the thread path instead, as every
-  write was while another worker wrote, a write held the lock 2.3 ms (its thread waiting for the GIL after each
-  statement) where one made here holds it 0.33 ms: two workers updating made half the updates one worker did.
+  write was while another worker wrote, a write held the lock several times as long as one made here holds it (its
+  thread waiting for the GIL after each statement): two workers updating made fewer updates than one worker did.
   The file itself is taken with `BEGIN IMMEDIATE` (or by the lone statement) and a busy timeout of 0: a writer that
   does not take the lock (the click flusher) sends the write to the thread path.
 - Nothing here syncs the disk. The connection never checkpoints the write-ahead log itself

@@ -1,12 +1,12 @@
 """A psycopg async connection driven straight through its libpq connection, for the event loop's small statements.
 
-psycopg's async `execute` and `fetchall` cost ~200 µs of the worker's CPU for a primary-key read on this project's
-machines, of which ~100 µs is psycopg's own machinery around libpq (its lock, its generators, and registering and
-removing the socket with the event loop at every wait, each a system call). `Wire` sends the same statement through
-the same libpq connection and loads the rows with the same psycopg adapters (`Transformer`), so values come back
-exactly as a cursor gives them (or timestamps as text, for callers that only show them), in about half that: the
-socket stays registered with the loop while the connection lives, and a statement is prepared once per connection
-and then sent in one message. The session's time zone is UTC.
+Of the worker's CPU that psycopg's async `execute` and `fetchall` spend on a primary-key read, much goes to psycopg's
+own machinery around libpq (its lock, its generators, and registering and removing the socket with the event loop
+at every wait, each a system call). `Wire` sends the same statement through the same libpq connection and loads the
+rows with the same psycopg adapters (`Transformer`), so values come back exactly as a cursor gives them (or
+timestamps as text, for callers that only show them), without most of that machinery: the socket stays registered
+with the loop while the connection lives, and a statement is prepared once per connection and then sent in one
+message (`benches/pg_roundtrip.py` measures a round trip's CPU). The session's time zone is UTC.
 
 A `Wire` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (a lost
 connection, a cancelled request, a timeout) leaves it unsound (`sound` is False), as does a transaction left open
@@ -219,7 +219,8 @@ class Wire(_OnLoop):
         """One statement (`%(name)s` placeholders), prepared on this connection the first time it is sent: its rows,
         or none for a statement that returns none. An error the server answered raises psycopg's exception for it.
         With `text_times`, timestamps come as the server's text in UTC (`2024-05-01 12:00:00.5+00`), for callers
-        that only show them: a `datetime` in the session's zone, then formatted, cost ~3 µs a value."""
+        that only show them: a `datetime` in the session's zone, then formatted, costs more than slicing the text
+        (`benches/pg_roundtrip.py`, `timestamps`)."""
         converted = ServerQuery(self._tx, sql, params)
         key = (converted.query, tuple(converted.types))
         name = self._prepared.get(key)
@@ -334,8 +335,8 @@ async def connect(url: str, connect_timeout: float, statement_timeout: float) ->
     # whatever the server's defaults (a PGTZ in the environment still wins: then it is parsed, not sliced).
     # Generic plans: every statement sent here is keyed by a primary key or an account's own index, whose plan
     # does not change with the values, and the server otherwise planned the page reads (a LATERAL join with
-    # LIMIT and OFFSET) afresh at every run, its generic plan costed above the custom ones: 0.2 ms of its CPU a
-    # page of links, more than running it.
+    # LIMIT and OFFSET) afresh at every run, its generic plan costed above the custom ones: planning a page of links
+    # cost it more CPU than running it (`benches/pg_roundtrip.py`, `plans`).
     limit = (
         f"-c statement_timeout={round(statement_timeout * 1000)} -c TimeZone=UTC -c DateStyle=ISO"
         " -c plan_cache_mode=force_generic_plan"

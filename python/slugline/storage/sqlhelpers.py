@@ -14,7 +14,7 @@ def ids_in(dialect: str, expr: ColumnElement[Any], name: str) -> ColumnElement[b
     """`expr IN <the ids bound to name at execution>`, for statements built once; bind `match_ids(…)`.
 
     On PostgreSQL the ids are bound as the text of an array, cast to `VARCHAR[]` by the server: psycopg sends a
-    string as it is (~2 µs for 20 ids), where it adapted a list element by element (~20 µs). The parameter has no
+    string as it is, where it adapted a list element by element at many times the cost. The parameter has no
     type of its own (psycopg sends it as `unknown`), so the server reads the literal as the array itself and plans as
     for the array written in the statement: typed `VARCHAR` first, the cast would be left to run time and the
     comparison costed as for an array the planner cannot see (another plan at thousands of ids)."""
