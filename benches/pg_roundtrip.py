@@ -1,4 +1,4 @@
-"""One PostgreSQL round trip on the event loop's connections (`storage.pgwire.Wire`), and what each of its settings
+"""One PostgreSQL round trip on the event loop's connections (`pgwire.PgConnection`), and what each of its settings
 costs: CPU per statement in this process and in the server's backend (read from /proc), variants alternated.
 
     python benches/pg_roundtrip.py [--database-url postgresql://postgres@127.0.0.1:5432/test] [--reads 3000]
@@ -12,8 +12,8 @@ Rows, each against the same statement with one thing changed:
 - `plans`: a page of 20 links with its links version (`links.with_version`, a LATERAL join) under the server's own
   plan choice against generic plans (`plan_cache_mode`), in an account of 10,000 links.
 - `in flight`: `--in-flight` (default 8) callers each reading a link, one read after another, each on a plain
-  connection of its own (`Wire`, as the loop's reads went before) against all through one pipelined connection
-  (`pgwire.Pipe`, as they go now); the server figure is every backend's together.
+  connection of its own (`PgConnection`, as the loop's reads went before) against all through one pipelined connection
+  (`pgwire.PgPipeline`, as they go now); the server figure is every backend's together.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from slugline.links import service as links
 from slugline.storage import migrate
 from slugline.storage.db import normalize_url
 from slugline.storage.loopread import iso, named
-from slugline.storage.pgwire import Pipe, Wire
+from slugline.storage.pgwire import PgConnection, PgPipeline
 
 TICKS = os.sysconf("SC_CLK_TCK")
 LINKS = 10_000
 DIALECT = postgresql.psycopg.dialect()  # type: ignore[no-untyped-call]
-Read = Callable[[Wire], Awaitable[Any]]
+Read = Callable[[PgConnection], Awaitable[Any]]
 
 
 def backend_cpu(pid: int) -> float:
@@ -80,7 +80,7 @@ def with_setting(url: str, **query: str) -> str:
 
 async def measure(url: str, read: Read, reads: int, setup: str | None = None) -> tuple[float, float]:
     """Worker and backend CPU per statement, in µs: the least of 3 rounds of `reads`, after a warm-up."""
-    wire = await Wire.open(url, connect_timeout=3, statement_timeout=3)
+    wire = await PgConnection.open(url, connect_timeout=3, statement_timeout=3)
     try:
         if setup:
             await wire.rows(setup, {})
@@ -103,10 +103,10 @@ async def in_flight(url: str, callers: int, reads: int, piped: bool) -> tuple[fl
     """Worker and server CPU per statement, in µs, with `callers` reading at once: the least of 3 rounds."""
     key = {"link_id": "1".rjust(12, "0"), "account_id": 1}
     get = named(DIALECT, links._GET, frozenset(key))
-    conns: list[Wire] | list[Pipe] = (
-        [await Pipe.open(url, connect_timeout=3, statement_timeout=3)]
+    conns: list[PgConnection] | list[PgPipeline] = (
+        [await PgPipeline.open(url, connect_timeout=3, statement_timeout=3)]
         if piped
-        else [await Wire.open(url, connect_timeout=3, statement_timeout=3) for _ in range(callers)]
+        else [await PgConnection.open(url, connect_timeout=3, statement_timeout=3) for _ in range(callers)]
     )
     try:
         pids = [(await conn.rows("SELECT pg_backend_pid()", {}))[0][0] for conn in conns]
@@ -145,26 +145,26 @@ async def run(url: str, reads: int, callers: int) -> None:
         frozenset(page_binds),
     )
 
-    async def plain(wire: Wire) -> Any:
+    async def plain(wire: PgConnection) -> Any:
         return await wire.rows(get.sql, get.named(key))
 
-    async def under_timeout(wire: Wire) -> Any:
+    async def under_timeout(wire: PgConnection) -> Any:
         async with asyncio.timeout(3):
             return await plain(wire)
 
-    async def under_within(wire: Wire) -> Any:
+    async def under_within(wire: PgConnection) -> Any:
         with within(3):
             return await plain(wire)
 
-    async def shown_from_datetimes(wire: Wire) -> Any:
+    async def shown_from_datetimes(wire: PgConnection) -> Any:
         row = (await wire.rows(get.sql, get.named(key)))[0]
         return isoformat(row[-2]), isoformat(row[-1])
 
-    async def shown_from_text(wire: Wire) -> Any:
+    async def shown_from_text(wire: PgConnection) -> Any:
         row = (await wire.rows(get.sql, get.named(key), text_times=True))[0]
         return iso(row[-2]), iso(row[-1])
 
-    async def a_page(wire: Wire) -> Any:
+    async def a_page(wire: PgConnection) -> Any:
         return await wire.rows(page.sql, page.named(page_binds), text_times=True)
 
     plaintext = with_setting(url, sslmode="disable")

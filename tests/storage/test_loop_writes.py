@@ -29,7 +29,7 @@ from slugline.search import feed as searchfeed
 from slugline.storage import loopwrite
 from slugline.storage.db import WriterLock, unavailable
 from slugline.storage.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run
-from slugline.storage.pgwire import Wire
+from slugline.storage.pgwire import PgConnection
 from tests.support.helpers import POSTGRES_ONLY, POSTGRES_URL, SQLITE_ONLY, Account
 from tests.support.loop import Now
 
@@ -570,14 +570,14 @@ def test_on_postgresql_a_loop_create_is_one_statement_and_still_prunes_the_feed(
         sent.append(str(statement).split()[0])
         return await run(conn, statement, binds)
 
-    command = Wire.command
+    command = PgConnection.command
 
-    async def counted_command(wire: Wire, sql: bytes) -> None:
+    async def counted_command(wire: PgConnection, sql: bytes) -> None:
         sent.append(sql.decode())
         await command(wire, sql)
 
     monkeypatch.setattr(writer, "_run", counted)
-    monkeypatch.setattr(Wire, "command", counted_command)
+    monkeypatch.setattr(PgConnection, "command", counted_command)
     version = _version(runtime)
     made = _make(runtime, caller, now, {"destination_url": "https://e.test/", "title": "one"})
     assert made is not None and sent == ["WITH"]  # no BEGIN, no COMMIT: one round trip
@@ -606,14 +606,18 @@ def test_on_postgresql_a_loop_create_is_one_statement_and_still_prunes_the_feed(
 def test_a_lone_statement_the_server_refuses_is_declined_and_one_cut_off_is_unknown(
     runtime: Runtime, caller: Caller, writer: PgLoopWriter, now: Now, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert now(writer.alone(text("SELECT 1 / 0"), {})) is None and writer.declined == 1
+    assert now(writer.write_at_once(text("SELECT 1 / 0"), {})) is None and writer.declined == 1
     with pytest.raises(loopwrite.Taken):
-        now(writer.alone(text("INSERT INTO link_changes (account_id, version, link_id) VALUES (404, 1, 'x')"), {}))
+        now(
+            writer.write_at_once(
+                text("INSERT INTO link_changes (account_id, version, link_id) VALUES (404, 1, 'x')"), {}
+            )
+        )
     monkeypatch.setattr(loopwrite, "READ_SECONDS", 0.2)
     with pytest.raises(CommitUnknown) as lost:
-        now(writer.alone(text("SELECT pg_sleep(5)"), {}))
+        now(writer.write_at_once(text("SELECT pg_sleep(5)"), {}))
     assert unavailable(lost.value) and writer.declined == 1
-    assert now(writer.alone(text("SELECT 1"), {})) == [(1,)]  # the cut-off connection was not reused
+    assert now(writer.write_at_once(text("SELECT 1"), {})) == [(1,)]  # the cut-off connection was not reused
 
 
 @POSTGRES_ONLY

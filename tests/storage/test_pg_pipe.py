@@ -1,4 +1,4 @@
-"""`storage.pgwire.Pipe`, the loop's pipelined PostgreSQL connections, and the reads `PgLoopReader` sends through
+"""`storage.pgwire.PgPipeline`, the loop's pipelined PostgreSQL connections, and the reads `PgLoopReader` sends through
 them: many reads in flight on one connection, each answered with its own rows; an error fails its own read only; a
 caller that stops waiting leaves the connection fit; a connection lost, or a read past its time, is replaced."""
 
@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql
 
 from slugline.storage import loopread
 from slugline.storage.loopread import PgLoopReader
-from slugline.storage.pgwire import MAX_PIPED, Pipe, Unsent
+from slugline.storage.pgwire import MAX_PIPED, PgPipeline, Unsent
 from tests.support.helpers import POSTGRES_ONLY
 
 T = TypeVar("T")
@@ -27,9 +27,9 @@ pytestmark = POSTGRES_ONLY
 ECHO = "SELECT %(n)s::int, pg_backend_pid()"
 
 
-def run(database_url: str, scenario: Callable[[Pipe], Awaitable[T]]) -> T:
+def run(database_url: str, scenario: Callable[[PgPipeline], Awaitable[T]]) -> T:
     async def main() -> T:
-        pipe = await Pipe.open(database_url, connect_timeout=3, statement_timeout=3)
+        pipe = await PgPipeline.open(database_url, connect_timeout=3, statement_timeout=3)
         try:
             return await scenario(pipe)
         finally:
@@ -40,12 +40,12 @@ def run(database_url: str, scenario: Callable[[Pipe], Awaitable[T]]) -> T:
 
 
 def test_reads_in_flight_together_are_each_answered_with_their_own_rows_by_one_backend(database_url: str) -> None:
-    async def scenario(pipe: Pipe) -> list[list[Any]]:
+    async def scenario(pipe: PgPipeline) -> list[list[Any]]:
         reads = [asyncio.ensure_future(pipe.rows(ECHO, {"n": n})) for n in range(200)]
         await asyncio.sleep(0)  # every one sent before the first answer is read
         assert pipe.waiting == 200
         answers = await asyncio.gather(*reads)
-        assert pipe.waiting == 0 and pipe.sound
+        assert pipe.waiting == 0 and pipe.usable
         return answers
 
     answers = run(database_url, scenario)
@@ -54,7 +54,7 @@ def test_reads_in_flight_together_are_each_answered_with_their_own_rows_by_one_b
 
 
 def test_an_error_fails_its_own_read_only(database_url: str) -> None:
-    async def scenario(pipe: Pipe) -> tuple[list[Any], list[Any], bool]:
+    async def scenario(pipe: PgPipeline) -> tuple[list[Any], list[Any], bool]:
         before = asyncio.ensure_future(pipe.rows(ECHO, {"n": 1}))
         failing = asyncio.ensure_future(pipe.rows("SELECT 1 / %(zero)s::int", {"zero": 0}))
         unprepared = asyncio.ensure_future(pipe.rows("SELECT * FROM no_such_table WHERE a = %(a)s", {"a": 1}))
@@ -63,28 +63,28 @@ def test_an_error_fails_its_own_read_only(database_url: str) -> None:
             await failing
         with pytest.raises(psycopg.errors.UndefinedTable):  # its PREPARE failed, and the statement was not run
             await unprepared
-        return await before, await after, pipe.sound
+        return await before, await after, pipe.usable
 
-    first, last, sound = run(database_url, scenario)
-    assert (first[0][0], last[0][0], sound) == (1, 2, True)
+    first, last, usable = run(database_url, scenario)
+    assert (first[0][0], last[0][0], usable) == (1, 2, True)
 
 
 def test_a_read_whose_caller_stops_waiting_is_dropped_and_the_connection_stays_fit(database_url: str) -> None:
-    async def scenario(pipe: Pipe) -> tuple[list[Any], bool]:
+    async def scenario(pipe: PgPipeline) -> tuple[list[Any], bool]:
         slow = asyncio.ensure_future(pipe.rows("SELECT pg_sleep(0.3), %(n)s::int", {"n": 0}))
         await asyncio.sleep(0.05)
         slow.cancel()
         next_one = await pipe.rows(ECHO, {"n": 7})  # answered after the slow one, whose rows nobody takes
-        return next_one, pipe.sound
+        return next_one, pipe.usable
 
-    rows, sound = run(database_url, scenario)
-    assert rows[0][0] == 7 and sound
+    rows, usable = run(database_url, scenario)
+    assert rows[0][0] == 7 and usable
 
 
 def test_a_connection_the_server_closes_fails_every_read_in_flight_and_the_loop_does_not_spin(
     database_url: str,
 ) -> None:
-    async def scenario(pipe: Pipe) -> tuple[int, bool, float]:
+    async def scenario(pipe: PgPipeline) -> tuple[int, bool, float]:
         (pid,) = (await pipe.rows("SELECT pg_backend_pid()", {}))[0]
         reads = [asyncio.ensure_future(pipe.rows("SELECT pg_sleep(2), %(n)s::int", {"n": n})) for n in range(3)]
         await asyncio.sleep(0.1)
@@ -99,10 +99,10 @@ def test_a_connection_the_server_closes_fails_every_read_in_flight_and_the_loop_
         await asyncio.sleep(0.2)  # a socket left readable and unread would have the loop call back without end
         with pytest.raises(Unsent):
             await pipe.rows(ECHO, {"n": 1})
-        return failed, pipe.sound, time.process_time() - started
+        return failed, pipe.usable, time.process_time() - started
 
-    failed, sound, cpu = run(database_url, scenario)
-    assert failed == 3 and not sound
+    failed, usable, cpu = run(database_url, scenario)
+    assert failed == 3 and not usable
     assert cpu < 0.15
 
 
@@ -111,13 +111,13 @@ def test_prepared_statements_a_migration_made_stale_make_the_connection_unfit(da
         admin.execute("CREATE TABLE pipe_probe (a int)")
         admin.execute("INSERT INTO pipe_probe VALUES (1)")
 
-    async def scenario(pipe: Pipe) -> bool:
+    async def scenario(pipe: PgPipeline) -> bool:
         assert await pipe.rows("SELECT * FROM pipe_probe WHERE a = %(a)s", {"a": 1}) == [(1,)]
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute("ALTER TABLE pipe_probe ADD COLUMN b int")
         with pytest.raises(psycopg.errors.FeatureNotSupported):  # "cached plan must not change result type"
             await pipe.rows("SELECT * FROM pipe_probe WHERE a = %(a)s", {"a": 1})
-        return pipe.sound
+        return pipe.usable
 
     assert run(database_url, scenario) is False
 
@@ -129,7 +129,7 @@ def test_a_prepare_that_fails_never_lends_its_name_or_another_statements_to_a_re
     other = "SELECT %(n)s::int + 100, 'other'"
     new = "SELECT %(n)s::int + 1000, 'new'"
 
-    async def scenario(pipe: Pipe) -> tuple[Any, list[Any], list[Any], bool]:
+    async def scenario(pipe: PgPipeline) -> tuple[Any, list[Any], list[Any], bool]:
         assert await pipe.rows(ECHO, {"n": 1})
         outcomes = await asyncio.gather(
             pipe.rows(missing, {"a": 1}), pipe.rows(other, {"n": 1}), return_exceptions=True
@@ -137,16 +137,16 @@ def test_a_prepare_that_fails_never_lends_its_name_or_another_statements_to_a_re
         assert isinstance(outcomes[0], psycopg.errors.UndefinedTable)
         twice = await asyncio.gather(pipe.rows(new, {"n": 5}), pipe.rows(new, {"n": 6}))  # the second unprepared
         again = await asyncio.gather(*(pipe.rows(missing, {"a": 1}) for _ in range(2)), return_exceptions=True)
-        return outcomes[1], list(twice), list(again), pipe.sound
+        return outcomes[1], list(twice), list(again), pipe.usable
 
-    prepared, twice, again, sound = run(database_url, scenario)
+    prepared, twice, again, usable = run(database_url, scenario)
     assert prepared == [(101, "other")]
     assert twice == [[(1005, "new")], [(1006, "new")]]
-    assert all(isinstance(outcome, psycopg.errors.UndefinedTable) for outcome in again) and sound
+    assert all(isinstance(outcome, psycopg.errors.UndefinedTable) for outcome in again) and usable
 
 
 def test_a_value_that_cannot_be_loaded_fails_its_own_read_only(database_url: str) -> None:
-    async def scenario(pipe: Pipe) -> tuple[list[Any], bool]:
+    async def scenario(pipe: PgPipeline) -> tuple[list[Any], bool]:
         return (
             await asyncio.gather(
                 pipe.rows("SELECT %(n)s::int, pg_sleep(0.05)", {"n": 1}),
@@ -155,16 +155,16 @@ def test_a_value_that_cannot_be_loaded_fails_its_own_read_only(database_url: str
                 pipe.rows(ECHO, {"n": 3}),
                 return_exceptions=True,
             ),
-            pipe.sound,
+            pipe.usable,
         )
 
-    (first, json, date, last), sound = run(database_url, scenario)
+    (first, json, date, last), usable = run(database_url, scenario)
     assert isinstance(json, psycopg.DataError) and isinstance(date, psycopg.DataError)
-    assert first[0][0] == 1 and last[0][0] == 3 and sound
+    assert first[0][0] == 1 and last[0][0] == 3 and usable
 
 
 def test_reads_beyond_the_bound_are_refused_not_queued(database_url: str) -> None:
-    async def scenario(pipe: Pipe) -> int:
+    async def scenario(pipe: PgPipeline) -> int:
         reads = [asyncio.ensure_future(pipe.rows(ECHO, {"n": n})) for n in range(MAX_PIPED + 5)]
         done = await asyncio.gather(*reads, return_exceptions=True)
         return sum(isinstance(outcome, Unsent) for outcome in done)
@@ -268,13 +268,13 @@ def test_after_a_pipeline_cannot_be_opened_none_is_tried_again_for_a_while(
 ) -> None:
     reader = _reader("postgresql://postgres@127.0.0.1:1/test")  # nothing listens there
     tried: list[str] = []
-    real = Pipe.open
+    real = PgPipeline.open
 
-    async def counted(url: str, connect_timeout: float, statement_timeout: float) -> Pipe:
+    async def counted(url: str, connect_timeout: float, statement_timeout: float) -> PgPipeline:
         tried.append(url)
         return await real(url, connect_timeout, statement_timeout)
 
-    monkeypatch.setattr(Pipe, "open", counted)
+    monkeypatch.setattr(PgPipeline, "open", counted)
 
     async def scenario() -> list[Any]:
         return [await reader.fetch(PID, {}) for _ in range(3)]

@@ -1,4 +1,4 @@
-"""`storage.pgwire.Wire`, the loop's PostgreSQL connections driven through libpq: the same values as psycopg's own
+"""`pgwire.PgConnection`, the loop's PostgreSQL connections driven through libpq: the same values as psycopg's own
 cursors give, and a connection the server closed, or whose prepared statements a migration made stale, is never
 handed to the next caller."""
 
@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql
 
 from slugline.storage.loopread import PgLoopReader, iso
 from slugline.storage.loopwrite import CommitUnknown, PgLoopWriter, Run
-from slugline.storage.pgwire import Unsent, Wire
+from slugline.storage.pgwire import PgConnection, Unsent
 from tests.support.helpers import POSTGRES_ONLY
 
 T = TypeVar("T")
@@ -37,9 +37,9 @@ BINDS = {
 }
 
 
-def run(database_url: str, scenario: Callable[[Wire], Awaitable[T]]) -> T:
+def run(database_url: str, scenario: Callable[[PgConnection], Awaitable[T]]) -> T:
     async def main() -> T:
-        wire = await Wire.open(database_url, connect_timeout=3, statement_timeout=3)
+        wire = await PgConnection.open(database_url, connect_timeout=3, statement_timeout=3)
         try:
             return await scenario(wire)
         finally:
@@ -53,11 +53,11 @@ def test_rows_are_the_values_psycopgs_cursor_gives(database_url: str) -> None:
     with psycopg.connect(database_url, autocommit=True) as conn:
         expected = conn.execute(VALUES, BINDS).fetchall()
 
-    async def scenario(wire: Wire) -> list[Any]:
+    async def scenario(wire: PgConnection) -> list[Any]:
         first = await wire.rows(VALUES, BINDS)  # prepared, then run
         again = await wire.rows(VALUES, BINDS)  # run as prepared
         script = await wire.script("BEGIN; " + VALUES + "; COMMIT", BINDS)  # values in the text
-        assert wire.sound
+        assert wire.usable
         return [first, again, script]
 
     found = run(database_url, scenario)
@@ -66,15 +66,15 @@ def test_rows_are_the_values_psycopgs_cursor_gives(database_url: str) -> None:
 
 
 def test_an_error_the_server_answers_raises_and_leaves_the_connection_fit(database_url: str) -> None:
-    async def scenario(wire: Wire) -> list[Any]:
+    async def scenario(wire: PgConnection) -> list[Any]:
         with pytest.raises(psycopg.errors.DivisionByZero):
             await wire.rows("SELECT 1 / %(zero)s", {"zero": 0})
-        assert wire.sound
+        assert wire.usable
         with pytest.raises(psycopg.errors.DivisionByZero):
             await wire.script("BEGIN; SELECT 1 / 0; SELECT 2", {})
-        assert not wire.sound and wire.in_transaction  # a failed transaction: rolled back before any reuse
+        assert not wire.usable and wire.in_transaction  # a failed transaction: rolled back before any reuse
         await wire.command(b"ROLLBACK")
-        assert wire.sound
+        assert wire.usable
         return await wire.rows("SELECT %(n)s::int + 1", {"n": 1})
 
     assert run(database_url, scenario) == [(2,)]
@@ -87,7 +87,7 @@ def test_text_times_are_the_servers_iso_text_in_utc_whatever_the_urls_zone_and_s
     moments = "SELECT %(w)s::timestamptz, %(whole)s::timestamptz, NULL::timestamptz, %(w)s::timestamp"
     binds = {"w": BINDS["w"], "whole": datetime(2024, 5, 1, 12, tzinfo=UTC)}
 
-    async def scenario(wire: Wire) -> tuple[list[Any], list[Any]]:
+    async def scenario(wire: PgConnection) -> tuple[list[Any], list[Any]]:
         return await wire.rows(moments, binds, text_times=True), await wire.rows(moments, binds)
 
     shown, loaded = run(elsewhere, scenario)
@@ -98,30 +98,30 @@ def test_text_times_are_the_servers_iso_text_in_utc_whatever_the_urls_zone_and_s
 
 
 def test_a_statement_cut_off_in_flight_leaves_the_connection_unfit(database_url: str) -> None:
-    async def scenario(wire: Wire) -> bool:
+    async def scenario(wire: PgConnection) -> bool:
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.1):
                 await wire.rows("SELECT pg_sleep(5)", {})
-        return wire.sound
+        return wire.usable
 
     assert run(database_url, scenario) is False
 
 
 def test_a_connection_the_server_closes_while_idle_is_unfit_and_the_loop_does_not_spin(database_url: str) -> None:
-    async def scenario(wire: Wire) -> tuple[bool, float]:
+    async def scenario(wire: PgConnection) -> tuple[bool, float]:
         (pid,) = (await wire.rows("SELECT pg_backend_pid()", {}))[0]
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         started = time.process_time()
         for _ in range(500):  # up to 5 s for the loop to see the socket close
-            if not wire.sound:
+            if not wire.usable:
                 break
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.2)  # a socket left readable and unread would have the loop call back without end
-        return wire.sound, time.process_time() - started
+        return wire.usable, time.process_time() - started
 
-    sound, cpu = run(database_url, scenario)
-    assert not sound
+    usable, cpu = run(database_url, scenario)
+    assert not usable
     assert cpu < 0.15
 
 
@@ -130,13 +130,13 @@ def test_prepared_statements_a_migration_made_stale_retire_the_connection(databa
         admin.execute("CREATE TABLE wire_probe (a int)")
         admin.execute("INSERT INTO wire_probe VALUES (1)")
 
-    async def scenario(wire: Wire) -> bool:
+    async def scenario(wire: PgConnection) -> bool:
         assert await wire.rows("SELECT * FROM wire_probe WHERE a = %(a)s", {"a": 1}) == [(1,)]
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute("ALTER TABLE wire_probe ADD COLUMN b int")
         with pytest.raises(psycopg.errors.FeatureNotSupported):  # "cached plan must not change result type"
             await wire.rows("SELECT * FROM wire_probe WHERE a = %(a)s", {"a": 1})
-        return wire.sound
+        return wire.usable
 
     assert run(database_url, scenario) is False
 
@@ -146,7 +146,7 @@ def test_a_statement_larger_than_the_sockets_buffer_is_sent_whole(database_url: 
 
     waits: list[None] = []
 
-    async def scenario(wire: Wire) -> list[Any]:
+    async def scenario(wire: PgConnection) -> list[Any]:
         # A small send buffer, so the message cannot go at once however fast the server reads.
         with socket.socket(fileno=os.dup(wire.pgconn.socket)) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
@@ -167,14 +167,14 @@ def test_a_statement_larger_than_the_sockets_buffer_is_sent_whole(database_url: 
 
 def test_the_server_gives_up_a_statement_when_the_caller_does(database_url: str) -> None:
     async def main() -> tuple[list[Any], float]:
-        wire = await Wire.open(database_url, connect_timeout=3, statement_timeout=0.2)
+        wire = await PgConnection.open(database_url, connect_timeout=3, statement_timeout=0.2)
         try:
             # The URL's own options (the test's schema) are kept beside the timeout.
             settings = await wire.rows("SELECT current_setting('statement_timeout'), current_schema()", {})
             started = time.monotonic()
             with pytest.raises(psycopg.errors.QueryCanceled):
                 await wire.rows("SELECT pg_sleep(5)", {})
-            assert wire.sound  # the server's answer: the connection is fit
+            assert wire.usable  # the server's answer: the connection is fit
             return settings, time.monotonic() - started
         finally:
             wire.close()
@@ -202,7 +202,7 @@ def test_a_pooled_connection_the_server_closed_is_replaced_not_failed(database_u
         await asyncio.sleep(0.3)  # the loop sees the socket close
         try:
             # Nothing was sent on the dead connection: a new one answers (it used to be CommitUnknown, a 503).
-            return await writer.alone(PLUS_ONE, {"n": 1}), await reader.fetch(PID, {})
+            return await writer.write_at_once(PLUS_ONE, {"n": 1}), await reader.fetch(PID, {})
         finally:
             await reader.aclose()
 
@@ -220,7 +220,11 @@ def test_a_connection_that_cannot_be_opened_declines_the_write(database_url: str
         async def work(run: Run) -> Any:
             return await run(PLUS_ONE, {"n": 1})
 
-        return await writer.alone(PLUS_ONE, {"n": 1}), await writer.write(work), await writer.reader.fetch(PID, {})
+        return (
+            await writer.write_at_once(PLUS_ONE, {"n": 1}),
+            await writer.write(work),
+            await writer.reader.fetch(PID, {}),
+        )
 
     assert asyncio.run(main()) == (None, None, None)  # declined (the thread path answers), never CommitUnknown
     assert writer.declined == 2
@@ -248,7 +252,7 @@ def test_a_finished_loops_connections_close(database_url: str) -> None:
         async with reader.connection() as conn:
             assert conn is not None
             await reader.aclose()  # closes the idle ones; this one as it is given back
-        return conn.sound
+        return conn.usable
 
     assert asyncio.run(in_use_at_close()) is False
 

@@ -332,7 +332,7 @@ async def write_new(dialect: str, link: LinkRecord, run: Run) -> int:
 
 async def _write_new_at_once(writer: LoopWriter | PgLoopWriter, link: LinkRecord) -> int | None:
     """`write_new` as one statement in autocommit, on the loop; None: declined."""
-    made = await writer.alone(_CREATE[writer.dialect.name], _values(link))
+    made = await writer.write_at_once(_CREATE[writer.dialect.name], _values(link))
     if made is None:
         return None
     version = int(made[0][0])
@@ -745,7 +745,7 @@ async def _set_at_once(
     binds = {"link": link_id, "updated_at": utcnow(), **_new_values(body, sent)}
     binds["owner" if sqlite else "account_id"] = caller.account_id
     setting = _sqlite_set if sqlite else _set_statement
-    done = await writer.alone(setting(frozenset(sent), caller.public_only), binds)
+    done = await writer.write_at_once(setting(frozenset(sent), caller.public_only), binds)
     if done is None:
         return None
     if not done:
@@ -757,8 +757,8 @@ async def _set_at_once(
 
 
 async def _change_at_once(writer: PgLoopWriter, caller: Caller, link_id: str, data: Any) -> Changed | None:
-    """`_change` on PostgreSQL in two round trips (`PgLoopWriter.locked`): the row read and locked, then the update,
-    the version bump and the feed row in one statement, with the COMMIT. None: declined."""
+    """`_change` on PostgreSQL in two round trips (`PgLoopWriter.write_locked`): the row read and locked, then the
+    update, the version bump and the feed row in one statement, with the COMMIT. None: declined."""
     made: list[tuple[LinkRecord, str]] = []
 
     def update_locked_row(found: Sequence[Any]) -> tuple[Select[Any], dict[str, Any]]:
@@ -771,7 +771,7 @@ async def _change_at_once(writer: PgLoopWriter, caller: Caller, link_id: str, da
         }
 
     whole = _WHOLE_PUBLIC if caller.public_only else _WHOLE
-    done = await writer.locked(whole, _link_binds(caller, link_id), update_locked_row)
+    done = await writer.write_locked(whole, _link_binds(caller, link_id), update_locked_row)
     if not done:
         return None
     version = int(done[0][0])

@@ -15,7 +15,7 @@ at once. On SQLite:
 - It is read-only (`PRAGMA query_only`), one connection per worker process, used by one caller at a time: if two
   event loops in one process meet here (tests), the second takes the thread path.
 
-On PostgreSQL the read is awaited on a psycopg connection driven through libpq in pipeline mode (`pgwire.Pipe`,
+On PostgreSQL the read is awaited on a psycopg connection driven through libpq in pipeline mode (`pgwire.PgPipeline`,
 see `PgLoopReader`): the loop serves other requests meanwhile, and the reads of many requests share a connection,
 whose server process answers those that queued up together.
 
@@ -52,7 +52,7 @@ from slugline.common.clock import isoformat
 from slugline.common.deadline import within
 
 if TYPE_CHECKING:  # pgwire (libpq through psycopg) is imported by the PostgreSQL reader only, never on SQLite
-    from slugline.storage.pgwire import Pipe, Wire
+    from slugline.storage.pgwire import PgConnection, PgPipeline
 
 # Virtual-machine steps one statement may take here before it is interrupted, in ticks of TICK_STEPS. A primary-key
 # read takes ~50 and a 100-row page down an index a few thousand; counting or sorting a large account takes hundreds
@@ -62,7 +62,7 @@ TICK_STEPS = 1_000
 STEP_BUDGET = 20_000
 READ_SECONDS = 3  # a read on PostgreSQL that takes longer is given up (and the thread path takes over)
 WAIT_SECONDS = 1  # how long a read on PostgreSQL waits for one of the loop's connections before taking a thread
-PIPES = 2  # pipelined connections per worker and event loop, for the reads on PostgreSQL (`pgwire.Pipe`)
+PIPES = 2  # pipelined connections per worker and event loop, for the reads on PostgreSQL (`pgwire.PgPipeline`)
 # A page further in than this many rows is read on a connection of its own, not in a pipeline: the rows skipped are
 # read and thrown away, and every statement behind it in the pipeline would wait for them.
 MAX_PIPED_OFFSET = 1_000
@@ -72,7 +72,7 @@ PG_UTC_LENGTH = len("2024-05-01 12:00:00+00")
 
 
 @dataclass(frozen=True)
-class Plain:
+class LoopStatement:
     """A Core statement as the driver's SQL, with its positional parameters named."""
 
     sql: str
@@ -122,7 +122,7 @@ def _compiled(dialect: Dialect, statement: Executable, bound: frozenset[str]) ->
 
 
 @functools.lru_cache(maxsize=128)
-def plain(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Plain:
+def plain(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> LoopStatement:
     """`statement` for the driver, given the names the caller binds (the rest, IN lists, are expanded here)."""
     compiled, expanded = _compiled(dialect, statement, bound)
     names = tuple(expanded.positiontup or ())
@@ -131,7 +131,7 @@ def plain(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Pla
         for name, value in zip(names, expanded.positional_parameters, strict=True)
         if name not in bound
     }
-    return Plain(expanded.statement, names, fixed, *_conversions(dialect, compiled, bound))
+    return LoopStatement(expanded.statement, names, fixed, *_conversions(dialect, compiled, bound))
 
 
 def _conversions(
@@ -153,11 +153,11 @@ def _conversions(
 
 
 @functools.lru_cache(maxsize=128)
-def named(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> Plain:
+def named(dialect: Dialect, statement: Executable, bound: frozenset[str]) -> LoopStatement:
     """`plain` for drivers that take named parameters (psycopg): `names` is empty, `fixed` holds the IN lists."""
     compiled, expanded = _compiled(dialect, statement, bound)
     fixed = {name: _plain_value(value) for name, value in expanded.parameters.items() if name not in bound}
-    return Plain(expanded.statement, (), fixed, *_conversions(dialect, compiled, bound))
+    return LoopStatement(expanded.statement, (), fixed, *_conversions(dialect, compiled, bound))
 
 
 class LoopReader:
@@ -239,24 +239,24 @@ class _Connections:
     """One event loop's connections: each is registered with the loop that opened it."""
 
     def __init__(self) -> None:
-        self.idle: list[Wire] = []
+        self.idle: list[PgConnection] = []
         self.open = 0
         self.closed = False  # the reader closed this loop's connections: any given back from now on is closed
         # Callers waiting for a connection, first come first served: each is handed one as it is given back (or
         # None, a slot freed by a closed connection, which the caller then opens itself).
-        self.waiting: collections.deque[asyncio.Future[Wire | None]] = collections.deque()
+        self.waiting: collections.deque[asyncio.Future[PgConnection | None]] = collections.deque()
         # Each opened when first needed: while it opens, a weak reference to the task opening it (a task holds its
         # loop, and this loop's connections must not keep it from being collected, see `PgLoopReader._pool`; the
         # loop keeps the task while it runs), then the pipeline itself.
-        self.pipes: list[Pipe | weakref.ref[asyncio.Task[Pipe]] | None] = [None] * PIPES
+        self.pipes: list[PgPipeline | weakref.ref[asyncio.Task[PgPipeline]] | None] = [None] * PIPES
         self.failed_at = -math.inf  # when a pipeline last could not be opened (monotonic clock)
 
-    def least_busy(self) -> tuple[Pipe | None, int | None, asyncio.Task[Pipe] | None]:
+    def least_busy(self) -> tuple[PgPipeline | None, int | None, asyncio.Task[PgPipeline] | None]:
         """The open pipeline with room whose oldest read in flight is the most recent, a free slot, and one being
-        opened (each None if there is none); pipelines no longer sound are closed, and their slots freed."""
-        best: Pipe | None = None
+        opened (each None if there is none); pipelines no longer usable are closed, and their slots freed."""
+        best: PgPipeline | None = None
         free: int | None = None
-        opening: asyncio.Task[Pipe] | None = None
+        opening: asyncio.Task[PgPipeline] | None = None
         for index, slot in enumerate(self.pipes):
             if isinstance(slot, weakref.ref):
                 task = slot()
@@ -265,7 +265,7 @@ class _Connections:
                     continue
                 slot = None if task is None else self.opened(index, task)
                 self.pipes[index] = slot
-            if slot is not None and not slot.sound:
+            if slot is not None and not slot.usable:
                 slot.close()
                 self.pipes[index] = slot = None
             if slot is None:
@@ -274,7 +274,7 @@ class _Connections:
                 best = slot
         return best, free, opening
 
-    def opened(self, index: int, task: asyncio.Task[Pipe]) -> Pipe | None:
+    def opened(self, index: int, task: asyncio.Task[PgPipeline]) -> PgPipeline | None:
         """The slot of a pipeline whose opening ended takes the pipeline (None: it could not be opened)."""
         pipe = None if task.cancelled() or task.exception() is not None else task.result()
         slot = self.pipes[index]
@@ -303,7 +303,7 @@ class _Connections:
             elif slot is not None:
                 slot.close()
 
-    def release(self, conn: Wire | None) -> None:
+    def release(self, conn: PgConnection | None) -> None:
         """A connection given back (None: one closed, so its slot is free), to the first caller still waiting."""
         if self.closed and conn is not None:
             conn.close()
@@ -323,10 +323,10 @@ class PgLoopReader:
     """The same small reads on PostgreSQL, awaited on the event loop: the loop serves other requests while the
     server answers, and no worker thread or pooled connection is held.
 
-    The reads go through `PIPES` pipelined connections per worker and event loop (`pgwire.Pipe`), opened as needed
+    The reads go through `PIPES` pipelined connections per worker and event loop (`pgwire.PgPipeline`), opened as needed
     and kept: each read is sent at once on the one whose oldest read in flight is the most recent (an idle one
     first), and the server answers the reads that queued up together. A page more than `MAX_PIPED_OFFSET` rows in,
-    and the loop's writes (`loopwrite`), take one of at most `size` plain connections (`pgwire.Wire`) instead, one
+    and the loop's writes (`loopwrite`), take one of at most `size` plain connections (`PgConnection`) instead, one
     caller at a time. With all of those busy a read
     waits on the loop for the next one given back, for at most `WAIT_SECONDS` (a wait costs the loop nothing, where
     the thread path would hold a thread and a pooled connection, and check the connection first); after that it is
@@ -343,10 +343,10 @@ class PgLoopReader:
         self.declined = 0
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Connections] = weakref.WeakKeyDictionary()
 
-    async def _connection(self, pool: _Connections) -> Wire | None:
+    async def _connection(self, pool: _Connections) -> PgConnection | None:
         while pool.idle:
             kept = pool.idle.pop()
-            if kept.sound:
+            if kept.usable:
                 return kept
             kept.close()  # the server closed it while it was idle (a restart, an idle timeout, a terminated backend)
             pool.open -= 1
@@ -355,7 +355,7 @@ class PgLoopReader:
             return await self._open(pool)
         if not pool.open or self.wait <= 0:
             return None
-        turn: asyncio.Future[Wire | None] = asyncio.get_running_loop().create_future()
+        turn: asyncio.Future[PgConnection | None] = asyncio.get_running_loop().create_future()
         pool.waiting.append(turn)
         try:
             async with asyncio.timeout(self.wait):
@@ -368,12 +368,12 @@ class PgLoopReader:
             raise
         return conn if conn is not None else await self._open(pool)
 
-    async def _open(self, pool: _Connections) -> Wire:
+    async def _open(self, pool: _Connections) -> PgConnection:
         """A new connection in a slot already counted in `pool.open`; the slot is freed if it cannot be opened."""
-        from slugline.storage.pgwire import Wire
+        from slugline.storage.pgwire import PgConnection
 
         try:
-            return await Wire.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
+            return await PgConnection.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
         except BaseException:
             pool.release(None)
             raise
@@ -386,17 +386,17 @@ class PgLoopReader:
             weakref.finalize(loop, pool.close)  # a loop that ends without `aclose` (a test's, a thread's) closes them
         return pool
 
-    async def _pipe(self, pool: _Connections) -> Pipe | None:
+    async def _pipe(self, pool: _Connections) -> PgPipeline | None:
         """The pipeline with room whose oldest read in flight is the most recent (an idle one first); a further one
         is opened, and waited for, when every open one is busy (not within `PIPE_RETRY_SECONDS` of a failure)."""
         best, free, opening = pool.least_busy()
         if best is not None and (not best.waiting or free is None or opening is not None):
             return best
         if free is not None and opening is None and time.monotonic() - pool.failed_at >= PIPE_RETRY_SECONDS:
-            from slugline.storage.pgwire import Pipe
+            from slugline.storage.pgwire import PgPipeline
 
             opening = asyncio.get_running_loop().create_task(
-                Pipe.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
+                PgPipeline.open(self.url, connect_timeout=READ_SECONDS, statement_timeout=READ_SECONDS)
             )
             opening.add_done_callback(functools.partial(pool.opened, free))
             pool.pipes[free] = weakref.ref(opening)
@@ -415,10 +415,10 @@ class PgLoopReader:
             return best
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[Wire | None]:
+    async def connection(self) -> AsyncIterator[PgConnection | None]:
         """One of this event loop's connections (None: none came in time), given back afterwards if it is idle and
-        sound, closed otherwise (see `Wire.sound`): a statement cut off (a lost connection, a timeout, a cancelled
-        request) leaves it in an unknown state, and it is never reused."""
+        usable, closed otherwise (see `PgConnection.usable`): a statement cut off (a lost connection, a timeout, a
+        cancelled request) leaves it in an unknown state, and it is never reused."""
         pool = self._pool()
         try:
             conn = await self._connection(pool)
@@ -430,7 +430,7 @@ class PgLoopReader:
         try:
             yield conn
         finally:
-            if conn.sound:
+            if conn.usable:
                 pool.release(conn)
             else:  # closed at once, without waiting: a cancelled request must not wait on the server
                 conn.close()
@@ -456,7 +456,7 @@ class PgLoopReader:
 
     async def _fetch_piped(self, sql: str, values: dict[str, Any]) -> list[Any] | None:
         pool = self._pool()
-        pipe: Pipe | None = None
+        pipe: PgPipeline | None = None
         found = None
         try:
             pipe = await self._pipe(pool)  # an opening is bounded by its own connect timeout

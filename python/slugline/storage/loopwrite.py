@@ -2,7 +2,7 @@
 PostgreSQL.
 
 A link's update is three short statements and a commit (the row read, the row written, the account's version bump
-with the change-feed row: `searchfeed.bump`), a create one statement in autocommit (`LoopWriter.alone`; SQLite's
+with the change-feed row: `searchfeed.bump`), a create one statement in autocommit (`LoopWriter.write_at_once`; SQLite's
 triggers bump the version): little SQLite work in WAL mode, where a commit does not sync the disk. Made on a worker
 thread, the same create took many times as much of the worker's time under load: the thread waits for the process's
 write lock, then for the GIL after each statement (other threads and the loop hold it meanwhile), all while it holds
@@ -21,7 +21,7 @@ write at once:
 - A write that fails is rolled back whole. A constraint it breaks (a taken slug) raises `Taken`; any other error
   (a full disk, a read-only file) declines it, and the thread path makes it again or gives the 503.
 
-On PostgreSQL the write's statements are awaited on one of the loop reader's connections (`pgwire.Wire`), in one
+On PostgreSQL the write's statements are awaited on one of the loop reader's connections (`pgwire.PgConnection`), in one
 transaction (see `PgLoopWriter`): the loop serves other requests meanwhile.
 
 A write is a coroutine function given a `Run` (one statement, its rows). The services write each transaction once,
@@ -51,7 +51,7 @@ from slugline.storage.loopread import READ_SECONDS, PgLoopReader, named, plain
 
 if TYPE_CHECKING:
     from slugline.storage.db import WriterLock
-    from slugline.storage.pgwire import Wire
+    from slugline.storage.pgwire import PgConnection
 
 T = TypeVar("T")
 # Runs one statement in the write's transaction: its rows (none for a statement without RETURNING).
@@ -141,7 +141,7 @@ class LoopWriter:
 
         return await self._made(transaction)
 
-    async def alone(self, statement: Executable, binds: dict[str, Any]) -> Sequence[Any] | None:
+    async def write_at_once(self, statement: Executable, binds: dict[str, Any]) -> Sequence[Any] | None:
         """One statement as its own transaction (the connection is in autocommit), with no BEGIN or COMMIT: under
         load each statement costs a hand-over of the GIL (the driver lets go of it while SQLite works). Its rows;
         None when it cannot be made at once; `Taken` when a constraint refused it."""
@@ -268,7 +268,7 @@ class PgLoopWriter:
             self.declined += 1
             return None
 
-    async def locked(
+    async def write_locked(
         self, statement: Executable, binds: dict[str, Any], then: Callable[[Sequence[Any]], Statement]
     ) -> Sequence[Any] | None:
         """A transaction in two round trips: `BEGIN` with `statement` (a locking read), then the statement that
@@ -302,13 +302,13 @@ class PgLoopWriter:
                 return None
 
     async def _send(
-        self, conn: Wire, before: str, statement: Executable, binds: dict[str, Any], after: str
+        self, conn: PgConnection, before: str, statement: Executable, binds: dict[str, Any], after: str
     ) -> list[tuple[Any, ...]]:
         """`statement` between `before` and `after` as one query, its values in the text: the statement's rows."""
         query = named(self.reader.dialect, statement, frozenset(binds))
         return await conn.script(before + query.sql + after, query.named(binds))
 
-    async def alone(self, statement: Executable, binds: dict[str, Any]) -> Sequence[Any] | None:
+    async def write_at_once(self, statement: Executable, binds: dict[str, Any]) -> Sequence[Any] | None:
         """One statement as its own transaction (the connections are in autocommit): one round trip, with no BEGIN
         or COMMIT of its own; its rows, or None when no connection came in time (declined). An error the server
         answered means nothing was written (a constraint: `Taken`; anything else declines). Once it is sent, a lost
@@ -336,7 +336,7 @@ class PgLoopWriter:
             return
         raise CommitUnknown(str(exc)) from exc
 
-    async def _run(self, conn: Wire, statement: Executable, binds: dict[str, Any]) -> list[Any]:
+    async def _run(self, conn: PgConnection, statement: Executable, binds: dict[str, Any]) -> list[Any]:
         query = named(self.reader.dialect, statement, frozenset(binds))
         return await conn.rows(query.sql, query.named(binds))
 
@@ -348,7 +348,7 @@ def _refused(sqlstate: str | None) -> bool:
     return sqlstate is not None and not sqlstate.startswith(("57P", "58", "XX"))
 
 
-async def _roll_back(conn: Wire) -> None:
+async def _roll_back(conn: PgConnection) -> None:
     """Ends a transaction the server still has open (its statement answered); one cut off in flight cannot be
     ended here, and its connection is closed instead."""
     if conn.in_transaction:

@@ -2,20 +2,20 @@
 
 Of the worker's CPU that psycopg's async `execute` and `fetchall` spend on a primary-key read, much goes to psycopg's
 own machinery around libpq (its lock, its generators, and registering and removing the socket with the event loop
-at every wait, each a system call). `Wire` sends the same statement through the same libpq connection and loads the
-rows with the same psycopg adapters (`Transformer`), so values come back exactly as a cursor gives them (or
+at every wait, each a system call). `PgConnection` sends the same statement through the same libpq connection and
+loads the rows with the same psycopg adapters (`Transformer`), so values come back exactly as a cursor gives them (or
 timestamps as text, for callers that only show them), without most of that machinery: the socket stays registered
 with the loop while the connection lives, and a statement is prepared once per connection and then sent in one
 message (`benches/pg_roundtrip.py` measures a round trip's CPU). The session's time zone is UTC.
 
-A `Wire` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (a lost
-connection, a cancelled request, a timeout) leaves it unsound (`sound` is False), as does a transaction left open
+A `PgConnection` serves one caller at a time (`PgLoopReader` hands it out). A statement cut off while in flight (a lost
+connection, a cancelled request, a timeout) leaves it unsound (`usable` is False), as does a transaction left open
 or stale prepared statements; it must then be closed, never reused: the server may still be answering. The server
 gives up a statement itself after the same time its caller waits (`statement_timeout`), so one cut off does not run
 on, unseen, after its connection is closed. An error the server answered outside a transaction leaves it fit; a
 statement refused before anything was sent (the server had closed the connection) raises `Unsent`.
 
-A `Pipe` is the same connection in libpq's pipeline mode, for reads only: any number of callers at once, each
+A `PgPipeline` is the same connection in libpq's pipeline mode, for reads only: any number of callers at once, each
 statement sent at once and answered in order (see its docstring).
 """
 
@@ -41,7 +41,7 @@ from psycopg.types.json import set_json_loads
 from psycopg.types.string import TextLoader
 
 MAX_PREPARED = 128  # statements prepared per connection; any further one is sent unprepared
-MAX_PIPED = 256  # statements in flight on one `Pipe`
+MAX_PIPED = 256  # statements in flight on one `PgPipeline`
 # Prepared statements the server has dropped or can no longer run (a migration changed a table under them).
 STALE_PREPARED = frozenset({"0A000", "26000"})
 ROWS = frozenset({pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE})
@@ -99,8 +99,8 @@ def _values(names: Sequence[str], params: Mapping[str, Any]) -> list[Any]:
 
 
 class ServerQuery:
-    """A statement with its values dumped by a connection's adapters, for libpq's extended protocol (`Wire.rows`,
-    `Pipe.rows`): the public `Transformer.dump_sequence` does what psycopg's cursors do."""
+    """A statement with its values dumped by a connection's adapters, for libpq's extended protocol
+    (`PgConnection.rows`, `PgPipeline.rows`): the public `Transformer.dump_sequence` does what psycopg's cursors do."""
 
     __slots__ = ("formats", "params", "query", "types")
 
@@ -143,8 +143,8 @@ class _TextTimes:
 
 
 class _OnLoop:
-    """What `Wire` and `Pipe` share: an open connection whose socket the loop that opened it watches for as long as
-    it lives, the adapters that load its rows, and its prepared statements. Made by `open`."""
+    """What `PgConnection` and `PgPipeline` share: an open connection whose socket the loop that opened it watches for
+    as long as it lives, the adapters that load its rows, and its prepared statements. Made by `open`."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], loop: asyncio.AbstractEventLoop) -> None:
         self.conn = conn  # kept for its adapters, and so that it is not collected while its libpq connection works
@@ -180,7 +180,7 @@ class _OnLoop:
             self._writing = False
 
 
-class Wire(_OnLoop):
+class PgConnection(_OnLoop):
     """One open connection's statements: `rows` (one statement, its values bound by the server) and `script`
     (several statements in one message, the values in its text). Made by `open`."""
 
@@ -191,7 +191,7 @@ class Wire(_OnLoop):
         self._retired = False
 
     @property
-    def sound(self) -> bool:
+    def usable(self) -> bool:
         """Open, with nothing in flight and outside any transaction: fit for the next caller."""
         return (
             self._watched
@@ -373,10 +373,10 @@ class _Piped:
         return None if future is None or future.done() else future
 
 
-SYNC = None  # a synchronization point in `Pipe._pending`
+SYNC = None  # a synchronization point in `PgPipeline._pending`
 
 
-class Pipe(_OnLoop):
+class PgPipeline(_OnLoop):
     """One connection in libpq's pipeline mode, shared by every reader of an event loop: each statement is sent as
     soon as it is asked for, with its own synchronization point (an error fails that statement only), without
     waiting for those before it to be answered. The server then runs the statements that queued up meanwhile back
@@ -387,7 +387,7 @@ class Pipe(_OnLoop):
     A statement is prepared the first time it is sent, and its name used only once the server has confirmed the
     PREPARE (a statement sent again meanwhile goes unprepared); names are never reused. A caller that stops waiting
     (a cancelled request) leaves its statement to be answered and dropped; the connection stays fit. A connection
-    lost, or prepared statements made stale, fail every statement in flight, and `sound` is False from then on: the
+    lost, or prepared statements made stale, fail every statement in flight, and `usable` is False from then on: the
     owner opens another. At most `MAX_PIPED` statements wait at once (`Unsent` beyond: the caller takes another
     path). Made by `open`."""
 
@@ -402,7 +402,7 @@ class Pipe(_OnLoop):
         self._broken = False
 
     @property
-    def sound(self) -> bool:
+    def usable(self) -> bool:
         return self._watched and not self._broken and self.pgconn.status == pq.ConnStatus.OK
 
     @property
@@ -432,8 +432,8 @@ class Pipe(_OnLoop):
             self.pgconn.finish()
 
     async def rows(self, sql: str, params: Mapping[str, Any], text_times: bool = False) -> list[tuple[Any, ...]]:
-        """As `Wire.rows`: one statement, prepared on this connection the first time it is sent, and its rows."""
-        if not self.sound or self._waiting >= MAX_PIPED:
+        """As `PgConnection.rows`: one statement, prepared on this connection the first time it is sent; its rows."""
+        if not self.usable or self._waiting >= MAX_PIPED:
             raise Unsent("the connection is not fit for another statement")
         converted = ServerQuery(self._tx, sql, params)
         key = (converted.query, tuple(converted.types))
