@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from slugline.common import outputs as out
+from slugline.common import outputs
 
 Auth = Literal["key", "any", "optional", "none"]
 
@@ -45,24 +45,24 @@ class Operation:
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
-    ("get", "/health"): Operation(out.Health, (500,), "none", degraded=503),
-    ("post", "/auth/register"): Operation(out.Session, (*BODY, 409, *LIMITED), "none", 201),
-    ("post", "/auth/login"): Operation(out.Session, (*BODY, 401, *LIMITED), "none"),
-    ("post", "/auth/logout"): Operation(out.LoggedOut, KEYED, "any"),  # 403: an API key (revoke it with DELETE)
-    ("get", "/me"): Operation(out.Me, KEYED, "any"),
-    ("get", "/api-key"): Operation(out.KeyList, KEYED, "any"),
-    ("post", "/api-key"): Operation(out.NewKey, (*BODY, 409, *KEYED), "any", 201),
-    ("delete", "/api-key"): Operation(out.KeyDeleted, (404, 422, *KEYED), "any"),
-    ("get", "/links"): Operation(out.LinkPage, (422, *KEYED), "key"),
-    ("post", "/links"): Operation(out.NewLink, (*BODY, 409, *KEYED), "key", 201),
-    ("get", "/links/{link_id}"): Operation(out.Link, (404, *KEYED), "key"),
-    ("put", "/links/{link_id}"): Operation(out.Link, (*BODY, 404, 409, *KEYED), "key"),
-    ("delete", "/links/{link_id}"): Operation(out.Deleted, (404, *KEYED), "key"),
-    ("get", "/links/{link_id}/clicks"): Operation(out.ClickPage, (404, 422, *KEYED), "key"),
+    ("get", "/health"): Operation(outputs.Health, (500,), "none", degraded=503),
+    ("post", "/auth/register"): Operation(outputs.Session, (*BODY, 409, *LIMITED), "none", 201),
+    ("post", "/auth/login"): Operation(outputs.Session, (*BODY, 401, *LIMITED), "none"),
+    ("post", "/auth/logout"): Operation(outputs.LoggedOut, KEYED, "any"),  # 403: an API key (revoke it with DELETE)
+    ("get", "/me"): Operation(outputs.Me, KEYED, "any"),
+    ("get", "/api-key"): Operation(outputs.KeyList, KEYED, "any"),
+    ("post", "/api-key"): Operation(outputs.NewKey, (*BODY, 409, *KEYED), "any", 201),
+    ("delete", "/api-key"): Operation(outputs.KeyDeleted, (404, 422, *KEYED), "any"),
+    ("get", "/links"): Operation(outputs.LinkPage, (422, *KEYED), "key"),
+    ("post", "/links"): Operation(outputs.NewLink, (*BODY, 409, *KEYED), "key", 201),
+    ("get", "/links/{link_id}"): Operation(outputs.Link, (404, *KEYED), "key"),
+    ("put", "/links/{link_id}"): Operation(outputs.Link, (*BODY, 404, 409, *KEYED), "key"),
+    ("delete", "/links/{link_id}"): Operation(outputs.Deleted, (404, *KEYED), "key"),
+    ("get", "/links/{link_id}/clicks"): Operation(outputs.ClickPage, (404, 422, *KEYED), "key"),
     ("get", "/links/{link_id}/qr"): Operation(None, (404, 422, *KEYED), "key"),
-    ("get", "/analytics"): Operation(out.Analytics, (422, *KEYED), "key"),
-    ("get", "/search"): Operation(out.SearchResult, (422, *KEYED), "key"),
-    ("get", "/public/{slug}"): Operation(out.PublicLink, (404, *LIMITED), "none"),
-    ("get", "/analyze"): Operation(out.PageInfo, (422, *KEYED), "optional"),
+    ("get", "/analytics"): Operation(outputs.Analytics, (422, *KEYED), "key"),
+    ("get", "/search"): Operation(outputs.SearchResult, (422, *KEYED), "key"),
+    ("get", "/public/{slug}"): Operation(outputs.PublicLink, (404, *LIMITED), "none"),
+    ("get", "/analyze"): Operation(outputs.PageInfo, (422, *KEYED), "optional"),
 }
 UNLISTED = Operation(None, tuple(ERRORS), "optional")
