@@ -5,10 +5,8 @@ leaves the link made with a notice that says why."""
 from __future__ import annotations
 
 import re
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from tests.dashboard.browser import DESKTOP, chromium, require_browser
 from tests.dashboard.pages import PASSWORD
 from tests.support.server import Server, set_plan
+from tests.support.webpages import html_site
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -25,24 +24,10 @@ PAGE = b"""<html><head><title>Gardening for beginners</title>
 <meta name="description" content="Seeds, soil and patience"></head><body>Hello</body></html>"""
 
 
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    pages = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=pages.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{pages.server_address[1]}"
-    pages.shutdown()
-    pages.server_close()
+    with html_site(PAGE) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

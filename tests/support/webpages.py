@@ -7,8 +7,10 @@ import asyncio
 import contextlib
 import ipaddress
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOOPBACK = [ipaddress.ip_network("127.0.0.0/8")]
 
@@ -60,3 +62,27 @@ async def serve_pages(host: str, tls: ssl.SSLContext | None = None) -> AsyncIter
     async with server:
         yield srv
         srv.stop.set()
+
+
+@contextlib.contextmanager
+def html_site(page: bytes) -> Iterator[str]:
+    """A threaded server on 127.0.0.1 (any free port) answering every GET with `page` as HTML, for tests that are not
+    async (a real server fetching through auto_meta, a browser): yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

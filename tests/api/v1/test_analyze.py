@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from starlette.testclient import TestClient
 
 from tests.support.helpers import SQLITE_ONLY, Account, ClientFactory, create
+from tests.support.webpages import html_site
 
 pytestmark = SQLITE_ONLY  # what is tested is the fetching: the store plays no part
 PAGE = b"""<html><head><title>Plain title</title><meta property="og:title" content="OG Title">
 <meta name="description" content="A page about things"><link rel="icon" href="/fav.png"></head></html>"""
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with html_site(PAGE) as url:
+        yield url
 
 
 def test_analyze_reads_the_page(client: TestClient, site: str) -> None:
