@@ -3,6 +3,9 @@
 
 pub mod base62;
 pub mod clickqueue;
+pub mod codec;
+pub mod cube;
+pub mod hll;
 pub mod keys;
 pub mod linkjson;
 pub mod password;

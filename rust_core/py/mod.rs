@@ -12,6 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod click_batch;
+mod cube;
 mod queue;
 mod search_index;
 
@@ -272,6 +273,8 @@ mod _core {
 
     #[pymodule_export]
     use super::click_batch::PyClickBatch;
+    #[pymodule_export]
+    use super::cube::{analyse, move_link, top_links, PyBatchCubes};
     #[pymodule_export]
     use super::queue::{PyClickQueue, PyClicks, PyEncoded, PyValueChunks};
     #[pymodule_export]

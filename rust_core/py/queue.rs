@@ -182,7 +182,7 @@ impl PyClicks {
 /// A classified batch, ready for one database write.
 #[pyclass(name = "EncodedClicks", module = "slugline._core", frozen)]
 pub struct PyEncoded {
-    inner: Encoded,
+    pub(super) inner: Encoded,
 }
 
 #[pymethods]

@@ -2,7 +2,7 @@
 //! daily roll-ups that analytics reads. Link ids, sources and referrer hosts are interned, so a batch
 //! of a million clicks stays compact and aggregation hashes small integer keys.
 
-mod intern;
+pub(crate) mod intern;
 pub(crate) mod json;
 
 #[cfg(any(test, feature = "testing"))]

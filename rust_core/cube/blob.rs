@@ -1,0 +1,273 @@
+//! A cube as the five columns of its row. `cube` holds the string table and the combinations with their
+//! clicks; the others refer to a combination by its position there. They are apart so that a question reads
+//! only what it needs: a year's series reads `cube` and the visitors of one key mask, never the hours, the
+//! per-link counts or the sketches. `uniques` is one section per mask, each prefixed with its length, so a
+//! reader skips the masks it does not use.
+
+use super::{Cube, Dims, Key, MASKS, NONE};
+use crate::codec::{CodecError, Reader, Writer};
+use crate::hll::Hll;
+use crate::rollup::intern::Interner;
+use crate::useragent::Device;
+use std::collections::HashMap;
+
+const VERSION: u8 = 1;
+/// Bound on any count read back: a cube never holds more entries than this.
+pub const MAX_ENTRIES: usize = 1 << 24;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Blobs {
+    pub cube: Vec<u8>,
+    pub uniques: Option<Vec<u8>>,
+    pub hours: Option<Vec<u8>>,
+    pub links: Option<Vec<u8>>,
+    pub sketches: Option<Vec<u8>>,
+}
+
+fn id(id: u32) -> u64 {
+    if id == NONE {
+        0
+    } else {
+        u64::from(id) + 1
+    }
+}
+
+impl Cube {
+    pub fn encode(&self) -> Blobs {
+        // Only the strings a combination still uses are written, in first-use order of the sorted combinations.
+        let mut combos: Vec<(Dims, i64)> = self.combos.iter().map(|(&d, &n)| (d, n)).collect();
+        combos.sort_unstable_by(|a, b| self.order(&a.0).cmp(&self.order(&b.0)));
+        let mut strings = Interner::default();
+        let mut keep = |s: u32| {
+            if s == NONE {
+                NONE
+            } else {
+                strings.intern(self.strings.name(s))
+            }
+        };
+        let written: Vec<(Dims, Dims, i64)> = combos
+            .iter()
+            .map(|&(d, n)| {
+                let new = Dims {
+                    device: d.device,
+                    browser: keep(d.browser),
+                    os: keep(d.os),
+                    source: keep(d.source),
+                    referrer: keep(d.referrer),
+                };
+                (d, new, n)
+            })
+            .collect();
+        let mut out = Writer::default();
+        out.byte(VERSION);
+        out.uint(strings.len() as u64);
+        for s in 0..strings.len() as u32 {
+            out.str(strings.name(s));
+        }
+        out.uint(written.len() as u64);
+        let mut position: HashMap<Key, usize> = HashMap::new();
+        for (i, &(old, new, n)) in written.iter().enumerate() {
+            out.byte(new.device);
+            for s in [new.browser, new.os, new.source, new.referrer] {
+                out.uint(id(s));
+            }
+            out.int(n);
+            for mask in MASKS {
+                position.entry((mask, old.masked(mask))).or_insert(i);
+            }
+        }
+        Blobs {
+            cube: out.finish(),
+            uniques: self.encode_uniques(&position),
+            hours: self.encode_hours(&position),
+            links: self.encode_links(),
+            sketches: self.encode_sketches(&position),
+        }
+    }
+
+    fn order(&self, d: &Dims) -> (u8, &str, &str, &str, &str) {
+        let name = |s: u32| if s == NONE { "" } else { self.strings.name(s) };
+        (d.device, name(d.browser), name(d.os), name(d.source), name(d.referrer))
+    }
+
+    fn encode_uniques(&self, position: &HashMap<Key, usize>) -> Option<Vec<u8>> {
+        if self.uniques.is_empty() {
+            return None;
+        }
+        let mut out = Writer::default();
+        for mask in MASKS {
+            let mut entries: Vec<(usize, f64)> = self
+                .uniques
+                .iter()
+                .filter(|(k, _)| k.0 == mask)
+                .filter_map(|(k, &v)| position.get(k).map(|&i| (i, v)))
+                .collect();
+            entries.sort_unstable_by_key(|e| e.0);
+            let mut section = Writer::default();
+            section.uint(entries.len() as u64);
+            for (i, v) in entries {
+                section.uint(i as u64);
+                section.float(v);
+            }
+            let section = section.finish();
+            out.uint(section.len() as u64);
+            out.bytes(&section);
+        }
+        Some(out.finish())
+    }
+
+    fn encode_hours(&self, position: &HashMap<Key, usize>) -> Option<Vec<u8>> {
+        let mut entries: Vec<(u8, usize, i64)> = self
+            .hours
+            .iter()
+            .filter_map(|(&(h, d), &n)| position.get(&(3, d)).map(|&i| (h, i, n)))
+            .collect();
+        if entries.is_empty() {
+            return None;
+        }
+        entries.sort_unstable();
+        let mut out = Writer::default();
+        out.uint(entries.len() as u64);
+        for (h, i, n) in entries {
+            out.byte(h);
+            out.uint(i as u64);
+            out.int(n);
+        }
+        Some(out.finish())
+    }
+
+    fn encode_links(&self) -> Option<Vec<u8>> {
+        if self.links.is_empty() {
+            return None;
+        }
+        let mut links: Vec<(&String, &i64)> = self.links.iter().collect();
+        links.sort_unstable();
+        let mut out = Writer::default();
+        out.uint(links.len() as u64);
+        for (link, &n) in links {
+            out.str(link);
+            out.int(n);
+        }
+        Some(out.finish())
+    }
+
+    fn encode_sketches(&self, position: &HashMap<Key, usize>) -> Option<Vec<u8>> {
+        let mut entries: Vec<(u8, usize, &Hll)> = self
+            .sketches
+            .iter()
+            .filter_map(|(k, s)| position.get(k).map(|&i| (k.0, i, s)))
+            .collect();
+        if entries.is_empty() {
+            return None;
+        }
+        entries.sort_unstable_by_key(|e| (e.0, e.1));
+        let mut out = Writer::default();
+        out.uint(entries.len() as u64);
+        for (mask, i, sketch) in entries {
+            out.byte(mask);
+            out.uint(i as u64);
+            sketch.encode(&mut out);
+        }
+        Some(out.finish())
+    }
+
+    /// The cube of a row; a missing column is an empty part.
+    pub fn decode(
+        cube: &[u8],
+        uniques: Option<&[u8]>,
+        hours: Option<&[u8]>,
+        links: Option<&[u8]>,
+        sketches: Option<&[u8]>,
+    ) -> Result<Cube, CodecError> {
+        let mut out = Cube::default();
+        let (strings, combos) = decode_cube(cube)?;
+        for s in &strings {
+            out.strings.intern(s);
+        }
+        if out.strings.len() != strings.len() {
+            return Err(CodecError::Invalid); // a string written twice
+        }
+        for &(d, n) in &combos {
+            out.combos.insert(d, n);
+        }
+        let at = |i: u64| combos.get(i as usize).map(|c| c.0).ok_or(CodecError::Invalid);
+        if let Some(bytes) = uniques {
+            let mut r = Reader::new(bytes);
+            for mask in MASKS {
+                let section = r.len(usize::MAX)?;
+                let mut s = Reader::new(r.take(section)?);
+                for _ in 0..s.len(MAX_ENTRIES)? {
+                    let d = at(s.uint()?)?;
+                    out.uniques.insert((mask, d.masked(mask)), s.float()?);
+                }
+            }
+        }
+        if let Some(bytes) = hours {
+            let mut r = Reader::new(bytes);
+            for _ in 0..r.len(MAX_ENTRIES)? {
+                let hour = r.byte()?;
+                if hour > 23 {
+                    return Err(CodecError::Invalid);
+                }
+                let d = at(r.uint()?)?;
+                out.hours.insert((hour, d), r.int()?);
+            }
+        }
+        if let Some(bytes) = links {
+            let mut r = Reader::new(bytes);
+            for _ in 0..r.len(MAX_ENTRIES)? {
+                let link = r.str()?.to_owned();
+                out.links.insert(link, r.int()?);
+            }
+        }
+        if let Some(bytes) = sketches {
+            let mut r = Reader::new(bytes);
+            for _ in 0..r.len(MAX_ENTRIES)? {
+                let mask = r.byte()?;
+                if mask > 3 {
+                    return Err(CodecError::Invalid);
+                }
+                let d = at(r.uint()?)?;
+                out.sketches.insert((mask, d.masked(mask)), Hll::decode(&mut r)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The string table and the combinations of a `cube` column, strings as positions in the table.
+/// A `cube` column read back: its strings, and its combinations with their clicks.
+pub type Decoded<'a> = (Vec<&'a str>, Vec<(Dims, i64)>);
+
+pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
+    let mut r = Reader::new(bytes);
+    if r.byte()? != VERSION {
+        return Err(CodecError::Invalid);
+    }
+    let n = r.len(MAX_ENTRIES)?;
+    let strings = (0..n).map(|_| r.str()).collect::<Result<Vec<_>, _>>()?;
+    let string = |v: u64| -> Result<u32, CodecError> {
+        match v {
+            0 => Ok(NONE),
+            v if (v as usize) <= strings.len() => Ok((v - 1) as u32),
+            _ => Err(CodecError::Invalid),
+        }
+    };
+    let n = r.len(MAX_ENTRIES)?;
+    let mut combos = Vec::with_capacity(n);
+    for _ in 0..n {
+        let device = r.byte()?;
+        if usize::from(device) >= Device::ALL.len() {
+            return Err(CodecError::Invalid);
+        }
+        let d = Dims {
+            device,
+            browser: string(r.uint()?)?,
+            os: string(r.uint()?)?,
+            source: string(r.uint()?)?,
+            referrer: string(r.uint()?)?,
+        };
+        combos.push((d, r.int()?));
+    }
+    Ok((strings, combos))
+}

@@ -1,0 +1,162 @@
+//! What a click batch adds to the cubes, and moving a link's cubes in or out of its account's views.
+
+use super::{Cube, Dims, DAY, MASKS, MONTH, NONE};
+use crate::rollup::ClickBatch;
+use crate::useragent::Device;
+use std::collections::HashMap;
+
+/// A cube's row: (account id, scope, level, bucket). Scope `""` is every link of the account, `"p"` its
+/// public and unlisted links (what a public-only key sees), anything else one link's id.
+pub type CubeKey = (i64, String, u8, i64);
+pub const ALL: &str = "";
+pub const PUBLIC: &str = "p";
+
+/// Whose a link is, and whether a public-only key sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner {
+    pub account: i64,
+    pub public: bool,
+}
+
+/// Days since 1970-01-01 to months since January 1970 (the civil calendar, proleptic Gregorian).
+pub fn month_of(epoch_day: i64) -> i64 {
+    // Howard Hinnant's `civil_from_days`.
+    let z = epoch_day + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year - 1970) * 12 + month - 1
+}
+
+fn visitor_bits(visitor: &str) -> u32 {
+    visitor
+        .get(..8)
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .unwrap_or(0)
+}
+
+impl Cube {
+    fn intern(&mut self, s: Option<&str>) -> u32 {
+        s.map_or(NONE, |s| self.strings.intern(s))
+    }
+
+    fn count(&mut self, parts: &Parts<'_>, hour: Option<u8>, link: Option<&str>, visitor: Option<u32>) {
+        let dims = Dims {
+            device: parts.device,
+            browser: self.intern(Some(parts.browser)),
+            os: self.intern(Some(parts.os)),
+            source: self.intern(Some(parts.source)),
+            referrer: self.intern(parts.referrer),
+        };
+        *self.combos.entry(dims).or_insert(0) += 1;
+        if let Some(hour) = hour {
+            *self.hours.entry((hour, dims)).or_insert(0) += 1;
+        }
+        if let Some(link) = link {
+            match self.links.get_mut(link) {
+                Some(n) => *n += 1,
+                None => {
+                    self.links.insert(link.to_owned(), 1);
+                }
+            }
+        }
+        if let Some(visitor) = visitor {
+            for mask in MASKS {
+                self.sketches
+                    .entry((mask, dims.masked(mask)))
+                    .or_default()
+                    .insert(visitor);
+            }
+        }
+    }
+}
+
+struct Parts<'a> {
+    device: u8,
+    browser: &'a str,
+    os: &'a str,
+    source: &'a str,
+    referrer: Option<&'a str>,
+}
+
+/// The cubes a batch's clicks make, bots and links without an owner left out: each link's day and month,
+/// and the same for its account's views, which also count clicks per link.
+pub fn batch_cubes(batch: &ClickBatch, owners: &HashMap<String, Owner>) -> HashMap<CubeKey, Cube> {
+    let mut cubes: HashMap<CubeKey, Cube> = HashMap::new();
+    for (link, timestamp, device, browser, os, source, referrer, visitor) in batch.rows() {
+        let (Some(owner), Some(device)) = (owners.get(link), Device::ALL.iter().position(|d| d.name() == device))
+        else {
+            continue;
+        };
+        if Device::ALL[device] == Device::Bot {
+            continue;
+        }
+        let day = (timestamp / 86_400.0).floor() as i64;
+        let hour = ((timestamp - day as f64 * 86_400.0) / 3600.0).floor().clamp(0.0, 23.0) as u8;
+        let parts = Parts {
+            device: device as u8,
+            browser,
+            os,
+            source,
+            referrer,
+        };
+        let visitor = visitor_bits(visitor);
+        let scopes = [(link, false), (ALL, true), (PUBLIC, owner.public)];
+        for (scope, per_link) in scopes {
+            if scope == PUBLIC && !per_link {
+                continue;
+            }
+            let counted = per_link.then_some(link);
+            let key = |level, bucket| (owner.account, scope.to_owned(), level, bucket);
+            cubes
+                .entry(key(DAY, day))
+                .or_default()
+                .count(&parts, Some(hour), counted, Some(visitor));
+            cubes
+                .entry(key(MONTH, month_of(day)))
+                .or_default()
+                .count(&parts, None, counted, None);
+        }
+    }
+    for cube in cubes.values_mut() {
+        let estimates: Vec<_> = cube.sketches.iter().map(|(&k, s)| (k, s.estimate())).collect();
+        cube.uniques.extend(estimates);
+    }
+    cubes
+}
+
+/// Adds (`weight` 1) or takes out (-1) one link's cube into an account view's cube of the same bucket.
+pub fn apply_link(target: &mut Cube, link_cube: &Cube, link_id: &str, weight: i64, per_link: bool) {
+    target.merge(link_cube, weight);
+    if per_link {
+        let n = link_cube.total() * weight;
+        let left = target.links.get(link_id).copied().unwrap_or(0) + n;
+        if left > 0 {
+            target.links.insert(link_id.to_owned(), left);
+        } else {
+            target.links.remove(link_id);
+        }
+    }
+    if weight < 0 {
+        target.prune();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::month_of;
+
+    #[test]
+    fn months_since_the_epoch() {
+        assert_eq!(month_of(0), 0); // 1970-01-01
+        assert_eq!(month_of(30), 0); // 1970-01-31
+        assert_eq!(month_of(31), 1); // 1970-02-01
+        assert_eq!(month_of(20_454), 56 * 12); // 2026-01-01
+        assert_eq!(month_of(20_453), 55 * 12 + 11); // 2025-12-31
+        assert_eq!(month_of(-1), -1); // 1969-12-31
+    }
+}

@@ -1,0 +1,164 @@
+//! Roll-ups of clicks that analytics reads instead of the click log: one `Cube` per view (a link, an
+//! account's links, or its public links) and day or month. A cube holds clicks per combination of device,
+//! browser, os, source and referrer host; a day's cube also holds them per hour, and the distinct visitors
+//! of each projection of those combinations (`Key`), with their sketches while the day can still grow; an
+//! account's cubes hold clicks per link. The click writer merges each batch into the cubes it touches, so
+//! a question about a year reads 365 small day cubes, never the clicks.
+//!
+//! Visitor hashes are keyed with the day's salt, so one person is one hash per day: a period's unique
+//! visitors is the sum of its days'. Within a day, device, browser and os come from the user agent, which is
+//! part of the hash: each visitor has exactly one of those triples, so the triples partition the day's
+//! visitors. Source and referrer are per click, hence kept in the key when a filter names them.
+
+mod blob;
+pub mod delta;
+pub mod query;
+
+use crate::hll::Hll;
+use crate::rollup::intern::Interner;
+use std::collections::HashMap;
+
+pub use blob::Blobs;
+
+/// No string: a click without a referrer host, or a dimension left out of a key.
+pub const NONE: u32 = u32::MAX;
+/// Key masks: which of source (bit 0) and referrer (bit 1) a unique-visitor key keeps.
+pub const MASKS: [u8; 4] = [0, 1, 2, 3];
+pub const DAY: u8 = 0;
+pub const MONTH: u8 = 1;
+
+/// One combination of a click's dimensions; strings are ids of the cube's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Dims {
+    pub device: u8,
+    pub browser: u32,
+    pub os: u32,
+    pub source: u32,
+    pub referrer: u32,
+}
+
+impl Dims {
+    /// The projection a unique-visitor key with `mask` keeps.
+    pub fn masked(self, mask: u8) -> Dims {
+        Dims {
+            source: if mask & 1 == 0 { NONE } else { self.source },
+            referrer: if mask & 2 == 0 { NONE } else { self.referrer },
+            ..self
+        }
+    }
+}
+
+pub type Key = (u8, Dims);
+
+#[derive(Debug, Default)]
+pub struct Cube {
+    pub strings: Interner,
+    pub combos: HashMap<Dims, i64>,
+    pub hours: HashMap<(u8, Dims), i64>,
+    pub links: HashMap<String, i64>,
+    pub uniques: HashMap<Key, f64>,
+    pub sketches: HashMap<Key, Hll>,
+}
+
+fn add<K: std::hash::Hash + Eq>(map: &mut HashMap<K, i64>, key: K, n: i64) {
+    use std::collections::hash_map::Entry;
+    match map.entry(key) {
+        Entry::Occupied(mut e) => {
+            *e.get_mut() += n;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+        Entry::Vacant(e) => {
+            if n != 0 {
+                e.insert(n);
+            }
+        }
+    }
+}
+
+impl Cube {
+    /// Adds `other` into this cube `weight` times (1 to add a batch or a link, -1 to take a link out).
+    ///
+    /// Visitors: an added key whose sketch both sides hold is re-estimated from the union; where this side no
+    /// longer keeps its sketch (a closed day), the other's estimate is added, counting anyone on both sides
+    /// twice. Taking out subtracts the estimate and drops this side's sketch of the key, which still holds the
+    /// visitors taken out: the day's later clicks then add to the lowered figure.
+    pub fn merge(&mut self, other: &Cube, weight: i64) {
+        let ids: Vec<u32> = (0..other.strings.len() as u32)
+            .map(|id| self.strings.intern(other.strings.name(id)))
+            .collect();
+        let map = |d: Dims| Dims {
+            device: d.device,
+            browser: remap(&ids, d.browser),
+            os: remap(&ids, d.os),
+            source: remap(&ids, d.source),
+            referrer: remap(&ids, d.referrer),
+        };
+        for (&dims, &n) in &other.combos {
+            add(&mut self.combos, map(dims), n * weight);
+        }
+        for (&(hour, dims), &n) in &other.hours {
+            add(&mut self.hours, (hour, map(dims)), n * weight);
+        }
+        for (link, &n) in &other.links {
+            add(&mut self.links, link.clone(), n * weight);
+        }
+        for (&(mask, dims), &theirs) in &other.uniques {
+            let key = (mask, map(dims));
+            if weight < 0 {
+                self.sketches.remove(&key);
+                let left = self.uniques.get(&key).copied().unwrap_or(0.0) - theirs;
+                if left > 0.5 {
+                    self.uniques.insert(key, left);
+                } else {
+                    self.uniques.remove(&key);
+                }
+                continue;
+            }
+            match (other.sketches.get(&(mask, dims)), self.uniques.contains_key(&key)) {
+                (Some(sketch), false) => {
+                    self.uniques.insert(key, sketch.estimate());
+                    self.sketches.insert(key, sketch.clone());
+                }
+                (Some(sketch), true) if self.sketches.contains_key(&key) => {
+                    let mine = self.sketches.entry(key).or_default();
+                    mine.merge(sketch);
+                    let estimate = mine.estimate();
+                    self.uniques.insert(key, estimate);
+                }
+                _ => *self.uniques.entry(key).or_insert(0.0) += theirs,
+            }
+        }
+    }
+
+    /// Drops what no click is left for: after a link is taken out, keys whose combinations are gone.
+    pub fn prune(&mut self) {
+        let kept: std::collections::HashSet<Key> = self
+            .combos
+            .keys()
+            .flat_map(|&d| MASKS.iter().map(move |&m| (m, d.masked(m))))
+            .collect();
+        self.uniques.retain(|key, _| kept.contains(key));
+        self.sketches.retain(|key, _| kept.contains(key));
+    }
+
+    pub fn total(&self) -> i64 {
+        self.combos.values().sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.combos.is_empty() && self.links.is_empty()
+    }
+}
+
+fn remap(ids: &[u32], id: u32) -> u32 {
+    if id == NONE {
+        NONE
+    } else {
+        ids[id as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests;

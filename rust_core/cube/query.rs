@@ -1,0 +1,155 @@
+//! Answering analytics from stored cube columns without building cubes: each row's strings are matched
+//! against the filters once, then its combinations are summed as integers.
+
+use super::blob::{decode_cube, MAX_ENTRIES};
+use super::{Dims, MASKS, NONE};
+use crate::codec::{CodecError, Reader};
+use crate::useragent::Device;
+use std::collections::HashMap;
+
+/// The dimensions, in the order filters and breakdowns use them.
+pub const DIMENSIONS: [&str; 5] = ["device", "browser", "os", "source", "referrer"];
+
+/// Lowercased values a click's dimensions must equal; `None` lets every value through.
+#[derive(Debug, Default, Clone)]
+pub struct Filters(pub [Option<String>; 5]);
+
+impl Filters {
+    /// The unique-visitor key mask that answers these filters: source and referrer kept when filtered on.
+    fn mask(&self) -> u8 {
+        u8::from(self.0[3].is_some()) | u8::from(self.0[4].is_some()) << 1
+    }
+}
+
+/// One stored day of a view, added `weight` times (-1 takes out a link being moved or deleted).
+pub struct Row<'a> {
+    pub weight: i64,
+    pub day: i64,
+    pub cube: &'a [u8],
+    pub uniques: Option<&'a [u8]>,
+    pub hours: Option<&'a [u8]>,
+}
+
+#[derive(Debug, Default)]
+pub struct Answer {
+    pub total: i64,
+    pub visitors: f64,
+    pub days: HashMap<i64, i64>,
+    /// Clicks per hour since the epoch, when asked for.
+    pub hours: HashMap<i64, i64>,
+    /// Clicks per value of each of `DIMENSIONS`; clicks without a referrer have no referrer entry.
+    pub breakdowns: [HashMap<String, i64>; 5],
+}
+
+pub fn analyse(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<Answer, CodecError> {
+    let mut answer = Answer::default();
+    for row in rows {
+        let (strings, combos) = decode_cube(row.cube)?;
+        // Per string, which of the filters on browser, os, source and referrer it satisfies.
+        let fits: Vec<[bool; 5]> = strings
+            .iter()
+            .map(|s| {
+                let mut fit = [false; 5];
+                for (k, wanted) in filters.0.iter().enumerate().skip(1) {
+                    fit[k] = wanted
+                        .as_deref()
+                        .is_some_and(|w| s.eq_ignore_ascii_case(w) || s.to_lowercase() == w);
+                }
+                fit
+            })
+            .collect();
+        let matches = |d: &Dims| {
+            let device_fits = filters.0[0]
+                .as_deref()
+                .is_none_or(|w| Device::ALL[usize::from(d.device)].name() == w);
+            let strings = [NONE, d.browser, d.os, d.source, d.referrer];
+            device_fits
+                && (1..5).all(|k| filters.0[k].is_none() || (strings[k] != NONE && fits[strings[k] as usize][k]))
+        };
+        let fitting: Vec<bool> = combos.iter().map(|(d, _)| matches(d)).collect();
+        let mut per_string = vec![[0i64; 5]; strings.len()];
+        let mut per_device = [0i64; 5];
+        for ((d, n), _) in combos.iter().zip(&fitting).filter(|(_, &f)| f) {
+            let n = n * row.weight;
+            answer.total += n;
+            *answer.days.entry(row.day).or_insert(0) += n;
+            per_device[usize::from(d.device)] += n;
+            for (k, s) in [(1, d.browser), (2, d.os), (3, d.source), (4, d.referrer)] {
+                if s != NONE {
+                    per_string[s as usize][k] += n;
+                }
+            }
+        }
+        for (device, &n) in per_device.iter().enumerate().filter(|(_, &n)| n != 0) {
+            bump(&mut answer.breakdowns[0], Device::ALL[device].name(), n);
+        }
+        for (s, counts) in per_string.iter().enumerate() {
+            for (k, &n) in counts.iter().enumerate().skip(1).filter(|(_, &n)| n != 0) {
+                bump(&mut answer.breakdowns[k], strings[s], n);
+            }
+        }
+        if let Some(bytes) = row.uniques {
+            answer.visitors += row.weight as f64 * visitors(bytes, filters.mask(), &fitting)?;
+        }
+        if let (true, Some(bytes)) = (want_hours, row.hours) {
+            let mut r = Reader::new(bytes);
+            for _ in 0..r.len(MAX_ENTRIES)? {
+                let hour = i64::from(r.byte()?);
+                let at = usize::try_from(r.uint()?).map_err(|_| CodecError::Invalid)?;
+                let n = r.int()?;
+                if *fitting.get(at).ok_or(CodecError::Invalid)? {
+                    *answer.hours.entry(row.day * 24 + hour).or_insert(0) += n * row.weight;
+                }
+            }
+        }
+    }
+    Ok(answer)
+}
+
+fn bump(map: &mut HashMap<String, i64>, key: &str, n: i64) {
+    match map.get_mut(key) {
+        Some(v) => *v += n,
+        None => {
+            map.insert(key.to_owned(), n);
+        }
+    }
+}
+
+/// The visitors of the keys with `mask` whose combination fits: the mask keeps every filtered dimension,
+/// so a key fits exactly when the combination it points at does.
+fn visitors(bytes: &[u8], mask: u8, fitting: &[bool]) -> Result<f64, CodecError> {
+    let mut r = Reader::new(bytes);
+    for m in MASKS {
+        let section = r.len(usize::MAX)?;
+        let body = r.take(section)?;
+        if m != mask {
+            continue;
+        }
+        let mut s = Reader::new(body);
+        let mut sum = 0.0;
+        for _ in 0..s.len(MAX_ENTRIES)? {
+            let at = usize::try_from(s.uint()?).map_err(|_| CodecError::Invalid)?;
+            let v = s.float()?;
+            if *fitting.get(at).ok_or(CodecError::Invalid)? {
+                sum += v;
+            }
+        }
+        return Ok(sum);
+    }
+    Ok(0.0)
+}
+
+/// Clicks per link over `rows` of per-link counts (each added `weight` times), the `n` most clicked first.
+pub fn top_links(rows: &[(i64, &[u8])], n: usize) -> Result<Vec<(String, i64)>, CodecError> {
+    let mut totals: HashMap<&str, i64> = HashMap::new();
+    for &(weight, bytes) in rows {
+        let mut r = Reader::new(bytes);
+        for _ in 0..r.len(MAX_ENTRIES)? {
+            let link = r.str()?;
+            *totals.entry(link).or_insert(0) += r.int()? * weight;
+        }
+    }
+    let mut ranked: Vec<(&str, i64)> = totals.into_iter().filter(|&(_, c)| c > 0).collect();
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    Ok(ranked.into_iter().take(n).map(|(l, c)| (l.to_owned(), c)).collect())
+}

@@ -1,0 +1,168 @@
+use super::delta::{apply_link, batch_cubes, Owner, ALL, PUBLIC};
+use super::query::{analyse, top_links, Filters, Row};
+use super::*;
+use crate::rollup::{ClickBatch, ClickInput};
+
+const CHROME: &str =
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1";
+
+fn batch(clicks: &[(&str, f64, &str, Option<&str>, &str)]) -> ClickBatch {
+    let mut batch = ClickBatch::new();
+    for &(link_id, timestamp, user_agent, referrer, ip) in clicks {
+        let click = ClickInput {
+            link_id,
+            timestamp,
+            user_agent,
+            referrer,
+            utm_source: None,
+            via_qr: false,
+            visitor_salt: b"salt",
+            ip,
+        };
+        batch.add(&click).expect("add");
+    }
+    batch
+}
+
+fn owners() -> HashMap<String, Owner> {
+    HashMap::from([
+        (
+            "lnk_a".to_owned(),
+            Owner {
+                account: 1,
+                public: true,
+            },
+        ),
+        (
+            "lnk_h".to_owned(),
+            Owner {
+                account: 1,
+                public: false,
+            },
+        ),
+    ])
+}
+
+fn row(cube: &Cube, weight: i64, day: i64) -> (Blobs, i64, i64) {
+    (cube.encode(), weight, day)
+}
+
+fn ask(rows: &[(Blobs, i64, i64)], filters: &Filters) -> query::Answer {
+    let rows: Vec<Row<'_>> = rows
+        .iter()
+        .map(|(b, weight, day)| Row {
+            weight: *weight,
+            day: *day,
+            cube: &b.cube,
+            uniques: b.uniques.as_deref(),
+            hours: b.hours.as_deref(),
+        })
+        .collect();
+    analyse(&rows, filters, true).expect("analyse")
+}
+
+fn sample() -> HashMap<delta::CubeKey, Cube> {
+    let g = Some("https://www.google.com/x");
+    batch_cubes(
+        &batch(&[
+            ("lnk_a", 3600.5, CHROME, g, "1.1.1.1"),
+            ("lnk_a", 7300.0, CHROME, None, "1.1.1.1"),
+            ("lnk_h", 7300.0, IPHONE, g, "2.2.2.2"),
+            ("lnk_h", 7400.0, "curl/8", None, "3.3.3.3"),
+            ("lnk_gone", 7400.0, CHROME, None, "4.4.4.4"),
+        ]),
+        &owners(),
+    )
+}
+
+#[test]
+fn a_batch_fills_each_view_and_level_and_leaves_bots_out() {
+    let cubes = sample();
+    let key = |scope: &str, level| (1, scope.to_owned(), level, 0);
+    assert_eq!(cubes.len(), 8); // two links, all and public; each a day and a month
+    assert_eq!(cubes[&key(ALL, DAY)].total(), 3);
+    assert_eq!(cubes[&key(PUBLIC, DAY)].total(), 2);
+    assert_eq!(cubes[&key("lnk_h", MONTH)].total(), 1);
+    assert_eq!(cubes[&key(ALL, MONTH)].links["lnk_a"], 2);
+    assert!(cubes[&key("lnk_a", DAY)].links.is_empty());
+    let all = ask(&[row(&cubes[&key(ALL, DAY)], 1, 0)], &Filters::default());
+    assert_eq!((all.total, all.visitors), (3, 2.0));
+    assert_eq!(all.hours[&1], 1);
+    assert_eq!(all.hours[&2], 2);
+    assert_eq!(all.breakdowns[3]["google.com"], 2);
+    assert_eq!(all.breakdowns[4].get("google.com"), Some(&2));
+}
+
+#[test]
+fn filters_combine_and_pick_the_visitor_key() {
+    let cubes = sample();
+    let all = row(&cubes[&(1, ALL.to_owned(), DAY, 0)], 1, 0);
+    let filter = |f: [Option<&str>; 5]| Filters(f.map(|v| v.map(str::to_owned)));
+    let google = ask(
+        std::slice::from_ref(&all),
+        &filter([None, None, None, Some("google.com"), None]),
+    );
+    assert_eq!((google.total, google.visitors), (2, 2.0));
+    let both = ask(
+        std::slice::from_ref(&all),
+        &filter([Some("mobile"), None, None, Some("google.com"), None]),
+    );
+    assert_eq!((both.total, both.visitors), (1, 1.0));
+    let chrome = ask(
+        std::slice::from_ref(&all),
+        &filter([None, Some("chrome"), None, None, None]),
+    );
+    assert_eq!((chrome.total, chrome.visitors), (2, 1.0));
+    let none = ask(&[all], &filter([None, None, None, None, Some("bing.com")]));
+    assert_eq!((none.total, none.visitors), (0, 0.0));
+}
+
+#[test]
+fn merging_round_trips_and_taking_a_link_out_undoes_it() {
+    let cubes = sample();
+    let account = &cubes[&(1, ALL.to_owned(), DAY, 0)];
+    let blobs = account.encode();
+    let back = Cube::decode(
+        &blobs.cube,
+        blobs.uniques.as_deref(),
+        blobs.hours.as_deref(),
+        blobs.links.as_deref(),
+        blobs.sketches.as_deref(),
+    )
+    .expect("decode");
+    assert_eq!(back.encode(), blobs);
+    let mut doubled = Cube::default();
+    doubled.merge(&back, 1);
+    doubled.merge(&back, 1);
+    assert_eq!(doubled.total(), 6);
+    assert_eq!(ask(&[row(&doubled, 1, 0)], &Filters::default()).visitors, 2.0);
+    let mut without = back;
+    apply_link(
+        &mut without,
+        &cubes[&(1, "lnk_h".to_owned(), DAY, 0)],
+        "lnk_h",
+        -1,
+        true,
+    );
+    let left = ask(&[row(&without, 1, 0)], &Filters::default());
+    assert_eq!((left.total, left.visitors), (2, 1.0));
+    assert_eq!(without.links.keys().collect::<Vec<_>>(), ["lnk_a"]);
+    let rows = [
+        (1, without.encode().links.expect("links")),
+        (-1, blobs.links.expect("links")),
+    ];
+    let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, b.as_slice())).collect();
+    assert_eq!(top_links(&rows, 10).expect("top"), []);
+}
+
+#[test]
+fn damaged_columns_are_errors() {
+    let blobs = sample()[&(1, ALL.to_owned(), DAY, 0)].encode();
+    for cut in 0..blobs.cube.len() {
+        assert!(Cube::decode(&blobs.cube[..cut], None, None, None, None).is_err());
+    }
+    let uniques = blobs.uniques.expect("uniques");
+    assert!(Cube::decode(&blobs.cube, Some(&uniques[..uniques.len() - 1]), None, None, None).is_err());
+    assert!(Cube::decode(&[9], None, None, None, None).is_err());
+}

@@ -1,0 +1,227 @@
+//! Roll-up cubes across the boundary: the cubes a batch adds (merged into the stored rows the caller read),
+//! a link moved in or out of its account's views, and answers read from stored rows.
+
+use super::queue::PyEncoded;
+use super::{core_error, detached, guard};
+use crate::codec::CodecError;
+use crate::cube::delta::{apply_link, batch_cubes, CubeKey, Owner};
+use crate::cube::query::{analyse as analyse_rows, top_links as top, Filters, Row, DIMENSIONS};
+use crate::cube::{Blobs, Cube};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::collections::HashMap;
+
+type Bytes = Vec<u8>;
+/// A link's stored row: (level, bucket, cube, uniques, hours).
+type LinkRow = (u8, i64, Bytes, Option<Bytes>, Option<Bytes>);
+/// A day row to read: (weight, epoch day, cube, uniques, hours).
+type DayRow = (i64, i64, Bytes, Option<Bytes>, Option<Bytes>);
+/// A stored row: (account id, scope, level, bucket, cube, uniques, hours, links, sketches).
+type StoredRow = (
+    i64,
+    String,
+    u8,
+    i64,
+    Bytes,
+    Option<Bytes>,
+    Option<Bytes>,
+    Option<Bytes>,
+    Option<Bytes>,
+);
+/// A row to write; `cube` None deletes it (nothing is left in it).
+type NewRow<'py> = (
+    i64,
+    String,
+    u8,
+    i64,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+);
+
+fn decode(row: &StoredRow) -> Result<Cube, CodecError> {
+    Cube::decode(
+        &row.4,
+        row.5.as_deref(),
+        row.6.as_deref(),
+        row.7.as_deref(),
+        row.8.as_deref(),
+    )
+}
+
+fn to_python<'py>(py: Python<'py>, key: CubeKey, blobs: Option<Blobs>) -> NewRow<'py> {
+    let b = |v: Option<Bytes>| v.map(|v| PyBytes::new(py, &v));
+    match blobs {
+        None => (key.0, key.1, key.2, key.3, None, None, None, None, None),
+        Some(x) => (
+            key.0,
+            key.1,
+            key.2,
+            key.3,
+            b(Some(x.cube)),
+            b(x.uniques),
+            b(x.hours),
+            b(x.links),
+            b(x.sketches),
+        ),
+    }
+}
+
+/// The cubes one encoded batch adds, by row.
+#[pyclass(name = "BatchCubes", module = "slugline._core", frozen)]
+pub struct PyBatchCubes {
+    cubes: HashMap<CubeKey, Cube>,
+}
+
+#[pymethods]
+impl PyBatchCubes {
+    /// `owners`: link id -> (account id, whether a public-only key sees the link); clicks of other links
+    /// and bots' clicks are left out.
+    #[new]
+    fn new(py: Python<'_>, encoded: &PyEncoded, owners: HashMap<String, (i64, bool)>) -> PyResult<Self> {
+        let owners: HashMap<String, Owner> = owners
+            .into_iter()
+            .map(|(k, (account, public))| (k, Owner { account, public }))
+            .collect();
+        let cubes = detached(py, || Ok::<_, CodecError>(batch_cubes(&encoded.inner.batch, &owners)))?;
+        Ok(PyBatchCubes { cubes })
+    }
+
+    /// The rows this batch touches: (account id, scope, level, bucket), sorted.
+    fn keys(&self) -> Vec<CubeKey> {
+        let mut keys: Vec<CubeKey> = self.cubes.keys().cloned().collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// The rows to write: each stored row given (any of `keys`) with this batch merged in, and new ones.
+    fn merged<'py>(&self, py: Python<'py>, stored: Vec<StoredRow>) -> PyResult<Vec<NewRow<'py>>> {
+        let rows = detached(py, || -> Result<Vec<(CubeKey, Blobs)>, CodecError> {
+            let mut by_key: HashMap<CubeKey, &StoredRow> = HashMap::new();
+            for row in &stored {
+                by_key.insert((row.0, row.1.clone(), row.2, row.3), row);
+            }
+            let mut out = Vec::with_capacity(self.cubes.len());
+            for (key, delta) in &self.cubes {
+                let mut cube = match by_key.get(key) {
+                    Some(row) => decode(row)?,
+                    None => Cube::default(),
+                };
+                cube.merge(delta, 1);
+                out.push((key.clone(), cube.encode()));
+            }
+            out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            Ok(out)
+        })?;
+        Ok(rows.into_iter().map(|(k, b)| to_python(py, k, Some(b))).collect())
+    }
+}
+
+/// One link's stored cubes `(level, bucket, cube, uniques, hours)` added to (`weight` 1) or taken out of (-1)
+/// the account views `scopes` of `account`, whose stored rows are `stored`. Rows left empty come back with
+/// `cube` None, to be deleted; a row taken out of that is not stored is left alone.
+#[pyfunction]
+pub fn move_link<'py>(
+    py: Python<'py>,
+    link_id: &str,
+    account: i64,
+    scopes: Vec<String>,
+    link_rows: Vec<LinkRow>,
+    stored: Vec<StoredRow>,
+    weight: i64,
+) -> PyResult<Vec<NewRow<'py>>> {
+    if weight != 1 && weight != -1 {
+        return Err(core_error(format!("weight must be 1 or -1, got {weight}")));
+    }
+    let rows = detached(py, || -> Result<Vec<(CubeKey, Option<Blobs>)>, CodecError> {
+        let mut targets: HashMap<CubeKey, Cube> = HashMap::new();
+        for row in &stored {
+            targets.insert((row.0, row.1.clone(), row.2, row.3), decode(row)?);
+        }
+        let mut out = Vec::new();
+        for (level, bucket, cube, uniques, hours) in &link_rows {
+            let link_cube = Cube::decode(cube, uniques.as_deref(), hours.as_deref(), None, None)?;
+            for scope in &scopes {
+                let key = (account, scope.clone(), *level, *bucket);
+                let Some(target) = (match targets.get_mut(&key) {
+                    Some(t) => Some(t),
+                    None if weight > 0 => Some(targets.entry(key.clone()).or_default()),
+                    None => None,
+                }) else {
+                    continue;
+                };
+                apply_link(target, &link_cube, link_id, weight, true);
+                out.push(key);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out
+            .into_iter()
+            .map(|key| {
+                let cube = &targets[&key];
+                let blobs = (!cube.is_empty()).then(|| cube.encode());
+                (key, blobs)
+            })
+            .collect())
+    })?;
+    Ok(rows.into_iter().map(|(k, b)| to_python(py, k, b)).collect())
+}
+
+/// Clicks, visitors and breakdowns of stored day rows `(weight, epoch day, cube, uniques, hours)` whose
+/// clicks fit every filter in `filters` (dimension -> lowercased value); per hour too when `hours`.
+#[pyfunction]
+pub fn analyse<'py>(
+    py: Python<'py>,
+    rows: Vec<DayRow>,
+    filters: HashMap<String, String>,
+    hours: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut wanted: [Option<String>; 5] = Default::default();
+    for (name, value) in filters {
+        let at = DIMENSIONS
+            .iter()
+            .position(|d| *d == name)
+            .ok_or_else(|| core_error(format!("no dimension {name}")))?;
+        wanted[at] = Some(value.to_lowercase());
+    }
+    let answer = detached(py, || {
+        let rows: Vec<Row<'_>> = rows
+            .iter()
+            .map(|(weight, day, cube, uniques, hours)| Row {
+                weight: *weight,
+                day: *day,
+                cube,
+                uniques: uniques.as_deref(),
+                hours: hours.as_deref(),
+            })
+            .collect();
+        analyse_rows(&rows, &Filters(wanted), hours)
+    })?;
+    guard(|| {
+        let out = PyDict::new(py);
+        out.set_item("total", answer.total)?;
+        out.set_item("visitors", answer.visitors)?;
+        out.set_item("days", answer.days)?;
+        out.set_item("hours", answer.hours)?;
+        let breakdowns = PyDict::new(py);
+        for (name, counts) in DIMENSIONS.iter().zip(answer.breakdowns) {
+            let mut ranked: Vec<(String, i64)> = counts.into_iter().filter(|&(_, n)| n > 0).collect();
+            ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            breakdowns.set_item(name, ranked)?;
+        }
+        out.set_item("breakdowns", breakdowns)?;
+        Ok(out)
+    })
+}
+
+/// The `n` most clicked links over stored per-link counts `(weight, links)`, as (link id, clicks).
+#[pyfunction]
+pub fn top_links(py: Python<'_>, rows: Vec<(i64, Bytes)>, n: usize) -> PyResult<Vec<(String, i64)>> {
+    detached(py, || {
+        let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, b.as_slice())).collect();
+        top(&rows, n)
+    })
+}
