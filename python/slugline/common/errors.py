@@ -75,5 +75,8 @@ def describe_validation(errors: Iterable[Mapping[str, Any]]) -> str:
         else:
             msg = str(err.get("msg", "is invalid"))
             msg = msg.removeprefix("Value error, ")
-            parts.append(msg if msg.startswith(field) else f"{field}: {msg[:1].lower()}{msg[1:]}")
+            if not loc and kind == "value_error":  # a rule over several fields (days or from/to): it names them
+                parts.append(msg)
+            else:
+                parts.append(msg if msg.startswith(field) else f"{field}: {msg[:1].lower()}{msg[1:]}")
     return "; ".join(parts) or "invalid input"
