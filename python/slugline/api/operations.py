@@ -60,6 +60,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("delete", "/links/{link_id}"): Operation(outputs.Deleted, (404, *KEYED), "key"),
     ("get", "/links/{link_id}/clicks"): Operation(outputs.ClickPage, (404, 422, *KEYED), "key"),
     ("get", "/links/{link_id}/qr"): Operation(None, (404, 422, *KEYED), "key"),
+    ("get", "/links/{link_id}/analytics"): Operation(outputs.Analytics, (404, 422, *KEYED), "key"),
     ("get", "/analytics"): Operation(outputs.Analytics, (422, *KEYED), "key"),
     ("get", "/search"): Operation(outputs.SearchResult, (422, *KEYED), "key"),
     ("get", "/public/{slug}"): Operation(outputs.PublicLink, (404, *LIMITED), "none"),

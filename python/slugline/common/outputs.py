@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from slugline.common.inputs import Interval
 from slugline.common.visibility import Visibility
 
 UTC = "UTC, ISO 8601"
@@ -81,17 +82,35 @@ class Me(_Open):
 
 
 class DayClicks(_Open):
-    date: str
+    date: str = Field(
+        description="Start of the bucket (UTC): YYYY-MM-DD for a day, a week (its Monday) or a month (its 1st); "
+        "YYYY-MM-DDTHH:00:00Z for an hour"
+    )
     clicks: int
 
 
 class DeviceClicks(_Open):
-    device: str
+    device: str = Field(description="desktop, mobile, tablet, other, or (other) for the rest")
+    clicks: int
+
+
+class BrowserClicks(_Open):
+    browser: str
+    clicks: int
+
+
+class OsClicks(_Open):
+    os: str
     clicks: int
 
 
 class SourceClicks(_Open):
     source: str
+    clicks: int
+
+
+class ReferrerClicks(_Open):
+    referrer: str = Field(description="The referring page's host")
     clicks: int
 
 
@@ -102,16 +121,32 @@ class TopLink(_Open):
     clicks: int
 
 
+TOP = "The 20 most frequent, most clicked first, then one '(other)' row with the clicks of the rest"
+
+
 class Analytics(_Open):
-    days: int
+    """Clicks of the period, bots left out; every figure follows the filters."""
+
+    days: int = Field(description="Days in the period, both ends included")
     from_: str = Field(alias="from", description="First day counted (UTC)")
     to: str = Field(description="Last day counted (UTC)")
-    source: str | None = Field(description="The source filter, or null for all sources")
+    interval: Interval = Field(description="Bucket of the clicks series")
+    source: str | None = Field(description="The source filter as applied (lowercased), or null")
+    device: str | None = Field(description="The device filter as applied, or null")
+    browser: str | None = Field(description="The browser filter as applied (lowercased), or null")
+    os: str | None = Field(description="The operating system filter as applied (lowercased), or null")
+    referrer: str | None = Field(description="The referrer filter as applied (lowercased), or null")
     total_clicks: int
-    unique_visitors: int
-    clicks: list[DayClicks] = Field(description="One entry per day, zero-filled")
-    devices: list[DeviceClicks]
-    sources: list[SourceClicks]
+    unique_visitors: int = Field(
+        description="Distinct visitors per UTC day, summed over the period (a visitor counts once a day); exact up to "
+        "1,024 visitors a day, an estimate with a standard error of 1.6% above"
+    )
+    clicks: list[DayClicks] = Field(description="One entry per bucket of the interval, zero-filled, oldest first")
+    devices: list[DeviceClicks] = Field(description=TOP)
+    browsers: list[BrowserClicks] = Field(description=TOP)
+    operating_systems: list[OsClicks] = Field(description=TOP)
+    sources: list[SourceClicks] = Field(description=TOP)
+    referrers: list[ReferrerClicks] = Field(description=TOP)
     top_links: list[TopLink] = Field(description="At most 10, most clicked first")
 
 

@@ -23,4 +23,10 @@ LIST_LINKS = object_schema(ListParams)
 CREATE_LINK = object_schema(LinkCreate)
 UPDATE_LINK = _object({"id": LINK_ID, **update_properties()}, ["id"])
 DELETE_LINK = _object({"id": LINK_ID}, ["id"])
-GET_ANALYTICS = object_schema(AnalyticsParams)
+_ANALYTICS = object_schema(AnalyticsParams)
+OPTIONAL_LINK_ID = {
+    "anyOf": [{"type": "string"}, {"type": "null"}],
+    "default": None,
+    "description": LINK_ID["description"] + ": that link's figures alone; omit it for the whole account's",
+}
+GET_ANALYTICS = {**_ANALYTICS, "properties": {"link_id": OPTIONAL_LINK_ID, **_ANALYTICS["properties"]}}

@@ -94,8 +94,16 @@ async def delete_link(ctx: Context) -> outputs.Deleted:
     return result
 
 
+async def _analytics(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The account's analytics, or with `link_id` (null: not given) that one link's, as its REST route answers."""
+    link_id = arguments.pop("link_id", None)
+    if link_id is not None and not isinstance(link_id, str):
+        raise Invalid("link_id must be a string: " + inputs.LINK_ID["description"].lower())
+    return await analytics.get_analytics(rt, caller, arguments, link_id)
+
+
 async def get_analytics(ctx: Context) -> outputs.Analytics:
-    result: outputs.Analytics = await _call(ctx, analytics.get_analytics)
+    result: outputs.Analytics = await _call(ctx, _analytics)
     return result
 
 
@@ -147,9 +155,12 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         "Click analytics",
         READ,
         inputs.GET_ANALYTICS,
-        "Clicks on the account's links over the last `days` days, bots excluded: total clicks, unique visitors, clicks "
-        "per day (zero-filled), devices, sources and the 10 most clicked links. `source` filters every figure. A "
-        "public-only key's figures leave out private and password links entirely.",
+        "Clicks on the account's links, or with link_id on one link, bots excluded: total clicks, unique visitors "
+        "(distinct per UTC day, summed), a zero-filled series by interval (hour, day, week or month), devices, "
+        "browsers, operating systems, sources, referrers and the 10 most clicked links. The period is the last "
+        "`days` days (default 30) or from-to (ISO dates, UTC, both included, at most 365 days); interval hour needs "
+        "7 days or fewer. source, device, browser, os and referrer filter every figure (all must hold, any case). A "
+        "public-only key's figures leave out private and password links, whose link_id answers 'link not found'.",
     ),
 ]
 
