@@ -137,3 +137,42 @@ def test_analyze_refuses_what_its_pattern_refuses(client: TestClient, alice: Any
     res = client.get("/api/v1/analyze", params={"url": long_label}, headers=bearer(alice.full))
     assert res.status_code == 422
     assert res.json()["error"].startswith("url must be an http(s) URL")
+
+
+@SQLITE_ONLY
+def test_analytics_parameters_and_answer_are_documented(client: TestClient) -> None:
+    doc = client.get("/api/v1/openapi.json").json()
+    analytics = "#/components/schemas/Analytics"
+    for path, statuses in (
+        ("/api/v1/analytics", {"200", "401", "403", "422", "429", "500", "503"}),
+        ("/api/v1/links/{link_id}/analytics", {"200", "401", "403", "404", "422", "429", "500", "503"}),
+    ):
+        op = doc["paths"][path]["get"]
+        assert set(op["responses"]) == statuses, path
+        assert op["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": analytics}, path
+        params = {p["name"]: p["schema"] for p in op["parameters"] if p["in"] == "query"}
+        assert set(params) == {"days", "from", "to", "interval", "source", "device", "browser", "os", "referrer"}
+        assert (params["interval"]["enum"], params["interval"]["default"]) == (["hour", "day", "week", "month"], "day")
+        [device] = [branch for branch in params["device"]["anyOf"] if branch.get("type") != "null"]
+        assert device["enum"] == ["desktop", "mobile", "tablet", "other"], path
+        for name in ("from", "to"):
+            assert {"type": "string", "format": "date"} in params[name]["anyOf"], (path, name)
+        [days] = [branch for branch in params["days"]["anyOf"] if branch.get("type") != "null"]
+        assert (days["minimum"], days["maximum"]) == (1, 365), path
+    schemas = doc["components"]["schemas"]
+    answer = schemas["Analytics"]
+    assert set(answer["required"]) == {
+        *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer"),
+        *("total_clicks", "unique_visitors", "clicks", "devices", "browsers", "operating_systems"),
+        *("sources", "referrers", "top_links"),
+    }
+    assert answer["properties"]["interval"]["enum"] == ["hour", "day", "week", "month"]
+    for field, item, key in (
+        ("devices", "DeviceClicks", "device"),
+        ("browsers", "BrowserClicks", "browser"),
+        ("operating_systems", "OsClicks", "os"),
+        ("sources", "SourceClicks", "source"),
+        ("referrers", "ReferrerClicks", "referrer"),
+    ):
+        assert answer["properties"][field]["items"] == {"$ref": f"#/components/schemas/{item}"}, field
+        assert set(schemas[item]["required"]) == {key, "clicks"}, item

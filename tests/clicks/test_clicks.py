@@ -80,6 +80,7 @@ def test_control_characters_in_utm_source_and_referrer_are_dropped(
     )
     stats = client.get("/api/v1/analytics", params={"days": 1}, headers=alice.auth()).json()
     assert {s["source"]: s["clicks"] for s in stats["sources"]} == {"direct": 2, "newsletter": 1, "example.com": 1}
+    assert {r["referrer"]: r["clicks"] for r in stats["referrers"]}["example.com"] == 1  # what is left of the host
 
 
 def refuse_source(rt: Runtime, source: str) -> None:

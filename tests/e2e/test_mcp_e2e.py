@@ -10,6 +10,7 @@ from mcp_types import Tool
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp import Client
+from slugline.common.inputs import FILTERS
 from tests.support.mcp_client import MODES, TOOL_NAMES, call, call_error, connect
 from tests.support.server import ServerFactory, make_account
 
@@ -46,8 +47,14 @@ def check_tool_listing(tools: dict[str, Tool]) -> None:
     assert "auto_meta" not in update and "default" not in update["title"]
     assert update["visibility"]["enum"] == create["properties"]["visibility"]["enum"]  # not null: it cannot be cleared
     assert tools["delete_link"].input_schema["required"] == ["id"]
-    days = tools["get_analytics"].input_schema["properties"]["days"]
+    analytics = tools["get_analytics"].input_schema["properties"]
+    assert set(analytics) == {"link_id", "days", "from", "to", "interval", *FILTERS}
+    [days] = [branch for branch in analytics["days"]["anyOf"] if branch.get("type") != "null"]
     assert (days["minimum"], days["maximum"]) == (1, 365)
+    interval = analytics["interval"]
+    assert (interval["enum"], interval["default"]) == (["hour", "day", "week", "month"], "day")
+    assert {"type": "string", "format": "date"} in analytics["from"]["anyOf"]
+    assert "lnk_" in analytics["link_id"]["description"]
 
     def hints(name: str) -> tuple[bool | None, bool | None, bool | None]:
         annotations = tools[name].annotations

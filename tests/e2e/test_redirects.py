@@ -61,16 +61,22 @@ def test_devices_sources_and_totals(start_server: ServerFactory, database_url: s
             "twitter": 1,
             "qr": 1,
         }
+        assert {(b["browser"].lower(), b["clicks"]) for b in stats["browsers"]} == {("safari", 2), ("chrome", 3)}
+        assert {(o["os"].lower(), o["clicks"]) for o in stats["operating_systems"]} == {("ios", 2), ("windows", 3)}
+        referrers = {r["referrer"]: r["clicks"] for r in stats["referrers"]}
+        assert (referrers["news.example.com"], referrers["facebook.com"]) == (1, 1)
         assert stats["top_links"] == [{"id": link["id"], "slug": "tour", "title": None, "clicks": 5}]
         assert len(stats["clicks"]) == 7 and stats["clicks"][-1]["clicks"] == 5
         assert http.get(f"/links/{link['id']}").json()["clicks"] == 5
 
-        only = http.get("/analytics", params={"days": 1, "source": "newsletter"}).json()
+        only = http.get("/analytics", params={"days": 1, "source": "Newsletter"}).json()
         assert (only["total_clicks"], only["devices"], only["source"]) == (
             1,
             [{"device": "desktop", "clicks": 1}],
             "newsletter",
         )
+        mobile = http.get(f"/links/{link['id']}/analytics", params={"days": 1, "device": "mobile"}).json()
+        assert (mobile["total_clicks"], mobile["device"], mobile["unique_visitors"]) == (2, "mobile", 1)
 
 
 def _hammer(url: str, stop: threading.Event, got: list[int]) -> None:

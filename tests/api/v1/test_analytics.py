@@ -1,4 +1,5 @@
-"""`/analytics`, `/links/{id}/clicks` and `/links/{id}/qr`: shapes, bounds and what a public key may see."""
+"""`/analytics`, `/links/{id}/analytics`, `/links/{id}/clicks` and `/links/{id}/qr`: shapes, bounds and what a public
+key may see."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import zxingcpp
 from PIL import Image
 from starlette.testclient import TestClient
 
+from slugline.common.inputs import FILTERS
 from tests.support.helpers import CHROME, SQLITE_ONLY, Account, wait_for_total
+
+ANSWER = {  # every key of an analytics answer, the account's or a link's
+    *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer", "total_clicks"),
+    *("unique_visitors", "clicks", "devices", "browsers", "operating_systems", "sources", "referrers", "top_links"),
+}
 
 
 def make_links(client: TestClient, who: Account) -> dict[str, dict[str, Any]]:
@@ -53,10 +60,15 @@ def test_public_key_figures_leave_hidden_links_out(client: TestClient, alice: Ac
     assert public["total_clicks"] == 5 and public["unique_visitors"] == 1
     assert [t["clicks"] for t in public["top_links"]] == [3, 2]
     assert public["sources"] == [{"source": "direct", "clicks": 5}]
+    assert [(b["browser"].lower(), b["clicks"]) for b in public["browsers"]] == [("chrome", 5)]
+    assert [(o["os"].lower(), o["clicks"]) for o in public["operating_systems"]] == [("windows", 5)]
+    for level, clicks in (("public", 3), ("unlisted", 2)):  # a link's own figures, to the public key too
+        res = client.get(f"/api/v1/links/{links[level]['id']}/analytics", headers=alice.auth("public"))
+        assert set(res.json()) == ANSWER and res.json()["total_clicks"] == clicks, res.text
 
     for level in ("private", "password"):
         link_id = links[level]["id"]
-        for path in (f"/links/{link_id}/clicks", f"/links/{link_id}/qr"):
+        for path in (f"/links/{link_id}/clicks", f"/links/{link_id}/qr", f"/links/{link_id}/analytics"):
             res = client.get(f"/api/v1{path}", headers=alice.auth("public"))
             assert (res.status_code, res.json()) == (404, {"error": "link not found"}), path
     res = client.get(f"/api/v1/links/{links['password']['id']}/clicks?per=0", headers=alice.auth("public"))
@@ -72,18 +84,12 @@ def test_other_accounts_see_nothing(client: TestClient, alice: Account, make_acc
     assert client.get(f"/api/v1/links/{links['public']['id']}/qr", headers=bob.auth()).status_code == 404
     stats = client.get("/api/v1/analytics", params={"days": 3}, headers=bob.auth()).json()
     assert stats["total_clicks"] == 0 and stats["top_links"] == [] and len(stats["clicks"]) == 3
-    assert set(stats) == {
-        "days",
-        "from",
-        "to",
-        "source",
-        "total_clicks",
-        "unique_visitors",
-        "clicks",
-        "devices",
-        "sources",
-        "top_links",
-    }
+    assert set(stats) == ANSWER
+    assert stats["interval"] == "day" and [stats[name] for name in FILTERS] == [None] * len(FILTERS)
+    for breakdown in ("devices", "browsers", "operating_systems", "sources", "referrers"):
+        assert stats[breakdown] == [], breakdown
+    res = client.get(f"/api/v1/links/{links['public']['id']}/analytics", headers=bob.auth())
+    assert (res.status_code, res.json()) == (404, {"error": "link not found"})
 
 
 def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> None:
