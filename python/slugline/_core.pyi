@@ -301,6 +301,57 @@ class EncodedClicks:
         (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor. Each
         list is built when the iterator is asked for it, so the GIL is held one list at a time."""
 
+CubeKey: TypeAlias = tuple[int, str, int, int]
+StoredCube: TypeAlias = tuple[int, str, int, int, bytes, bytes | None, bytes | None, bytes | None, bytes | None]
+NewCube: TypeAlias = tuple[int, str, int, int, bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
+
+@final
+class BatchCubes:
+    """The roll-up cubes one encoded batch adds, by row (account id, scope, level, bucket)."""
+
+    def __init__(self, encoded: EncodedClicks, owners: dict[str, tuple[int, bool]]) -> None:
+        """``owners``: link id -> (account id, whether a public-only key sees the link); clicks of other links
+        and bots' clicks are left out."""
+
+    @staticmethod
+    def from_clicks(
+        clicks: list[tuple[str, float, str, str, str, str, str | None, str]], owners: dict[str, tuple[int, bool]]
+    ) -> BatchCubes:
+        """The cubes of clicks read back from the click log: (link id, unix time, device, browser, os, source,
+        referrer host or None, visitor hash)."""
+
+    def keys(self) -> list[CubeKey]:
+        """The rows this batch touches, sorted."""
+
+    def merged(self, stored: list[StoredCube]) -> list[NewCube]:
+        """The rows to write: the stored ones given (any of ``keys``) with this batch merged in, and new ones."""
+
+def move_link(
+    link_id: str,
+    account: int,
+    scopes: list[str],
+    link_rows: list[tuple[int, int, bytes, bytes | None, bytes | None]],
+    stored: list[StoredCube],
+    weight: int,
+) -> list[NewCube]:
+    """One link's stored cubes ``(level, bucket, cube, uniques, hours)`` added to (``weight`` 1) or taken out of
+    (-1) the account views ``scopes``, whose stored rows are ``stored``. Rows left empty come back with cube
+    None, to be deleted."""
+
+def recount(stored: StoredCube, parts: list[tuple[bytes, bytes | None, bytes | None, bytes | None]]) -> NewCube:
+    """``stored`` (an account view's day row) made again from its links' day cubes ``parts`` ``(cube, uniques,
+    hours, sketches)``, its per-link counts kept: exact visitors after a link left the view."""
+
+def analyse(
+    rows: list[tuple[int, int, bytes, bytes | None, bytes | None]], filters: dict[str, str], hours: bool
+) -> dict[str, Any]:
+    """Clicks, visitors and breakdowns of stored day rows ``(weight, epoch day, cube, uniques, hours)`` whose
+    clicks fit every filter (dimension -> value): ``{total, visitors, days: {day: n}, hours: {hour: n},
+    breakdowns: {dimension: [(value, n)] most first}}``."""
+
+def top_links(rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
+    """The ``n`` most clicked links over stored per-link counts ``(weight, links)``."""
+
 @final
 class ValueChunks(Iterator[list[str | None]]):
     """``EncodedClicks.values``: one parameter list per step."""

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network, IPv6Network, ip_network
 
 from slugline.accounts.identitycache import IdentityCache
-from slugline.analytics.visitors import VisitorCounts
 from slugline.limits.buckets import RateLimiter, make_rate_limiter
 from slugline.limits.gates import Gates
 from slugline.links.counts import LinkCounts
@@ -29,7 +28,6 @@ class Runtime:
     gates: Gates = field(default_factory=Gates)  # per-account caps on concurrent fetches and searches
     identities: IdentityCache = field(default_factory=IdentityCache)  # tokens resolved in the last half second
     link_counts: LinkCounts = field(default_factory=LinkCounts)  # links per account, per links version
-    visitor_counts: VisitorCounts = field(default_factory=VisitorCounts)  # a day's unique visitors, while exact
     # Called with (slug, previous slug or None) after a link is saved or deleted in this worker.
     link_hooks: list[Callable[[str, str | None], None]] = field(default_factory=list)
 

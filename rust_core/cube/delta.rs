@@ -83,11 +83,32 @@ struct Parts<'a> {
     referrer: Option<&'a str>,
 }
 
+/// A click as stored: (link id, unix time, device, browser, os, source, referrer host, visitor hash).
+/// Device, browser and os may live apart from the rest (a batch's are static names).
+pub type StoredClick<'a, 'b> = (
+    &'a str,
+    f64,
+    &'b str,
+    &'b str,
+    &'b str,
+    &'a str,
+    Option<&'a str>,
+    &'a str,
+);
+
 /// The cubes a batch's clicks make, bots and links without an owner left out: each link's day and month,
 /// and the same for its account's views, which also count clicks per link.
 pub fn batch_cubes(batch: &ClickBatch, owners: &HashMap<String, Owner>) -> HashMap<CubeKey, Cube> {
+    click_cubes(batch.rows(), owners)
+}
+
+/// `batch_cubes` of clicks read back from the click log.
+pub fn click_cubes<'a, 'b>(
+    clicks: impl Iterator<Item = StoredClick<'a, 'b>>,
+    owners: &HashMap<String, Owner>,
+) -> HashMap<CubeKey, Cube> {
     let mut cubes: HashMap<CubeKey, Cube> = HashMap::new();
-    for (link, timestamp, device, browser, os, source, referrer, visitor) in batch.rows() {
+    for (link, timestamp, device, browser, os, source, referrer, visitor) in clicks {
         let (Some(owner), Some(device)) = (owners.get(link), Device::ALL.iter().position(|d| d.name() == device))
         else {
             continue;

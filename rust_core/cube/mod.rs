@@ -132,6 +132,18 @@ impl Cube {
         }
     }
 
+    /// Makes this view's day cube again from `parts` (the day cubes of the links in the view now), keeping its
+    /// per-link counts: exact again after a link left the view, where taking it out could only subtract its
+    /// own visitors.
+    pub fn rebuild(&mut self, parts: &[Cube]) {
+        let links = std::mem::take(&mut self.links);
+        *self = Cube::default();
+        self.links = links;
+        for part in parts {
+            self.merge(part, 1);
+        }
+    }
+
     /// Drops what no click is left for: after a link is taken out, keys whose combinations are gone.
     pub fn prune(&mut self) {
         let kept: std::collections::HashSet<Key> = self

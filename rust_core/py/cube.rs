@@ -4,7 +4,7 @@
 use super::queue::PyEncoded;
 use super::{core_error, detached, guard};
 use crate::codec::CodecError;
-use crate::cube::delta::{apply_link, batch_cubes, CubeKey, Owner};
+use crate::cube::delta::{apply_link, batch_cubes, click_cubes, CubeKey, Owner};
 use crate::cube::query::{analyse as analyse_rows, top_links as top, Filters, Row, DIMENSIONS};
 use crate::cube::{Blobs, Cube};
 use pyo3::prelude::*;
@@ -14,6 +14,8 @@ use std::collections::HashMap;
 type Bytes = Vec<u8>;
 /// A link's stored row: (level, bucket, cube, uniques, hours).
 type LinkRow = (u8, i64, Bytes, Option<Bytes>, Option<Bytes>);
+/// A link's day row as a part of its view: (cube, uniques, hours, sketches).
+type PartRow = (Bytes, Option<Bytes>, Option<Bytes>, Option<Bytes>);
 /// A day row to read: (weight, epoch day, cube, uniques, hours).
 type DayRow = (i64, i64, Bytes, Option<Bytes>, Option<Bytes>);
 /// A stored row: (account id, scope, level, bucket, cube, uniques, hours, links, sketches).
@@ -69,6 +71,16 @@ fn to_python<'py>(py: Python<'py>, key: CubeKey, blobs: Option<Blobs>) -> NewRow
     }
 }
 
+fn owners_of(owners: HashMap<String, (i64, bool)>) -> HashMap<String, Owner> {
+    owners
+        .into_iter()
+        .map(|(k, (account, public))| (k, Owner { account, public }))
+        .collect()
+}
+
+/// A click read back: (link id, unix time, device, browser, os, source, referrer host, visitor hash).
+type ClickRow = (String, f64, String, String, String, String, Option<String>, String);
+
 /// The cubes one encoded batch adds, by row.
 #[pyclass(name = "BatchCubes", module = "slugline._core", frozen)]
 pub struct PyBatchCubes {
@@ -81,11 +93,22 @@ impl PyBatchCubes {
     /// and bots' clicks are left out.
     #[new]
     fn new(py: Python<'_>, encoded: &PyEncoded, owners: HashMap<String, (i64, bool)>) -> PyResult<Self> {
-        let owners: HashMap<String, Owner> = owners
-            .into_iter()
-            .map(|(k, (account, public))| (k, Owner { account, public }))
-            .collect();
+        let owners = owners_of(owners);
         let cubes = detached(py, || Ok::<_, CodecError>(batch_cubes(&encoded.inner.batch, &owners)))?;
+        Ok(PyBatchCubes { cubes })
+    }
+
+    /// The cubes of clicks read back from the click log: (link id, unix time, device, browser, os, source,
+    /// referrer host or None, visitor hash).
+    #[staticmethod]
+    fn from_clicks(py: Python<'_>, clicks: Vec<ClickRow>, owners: HashMap<String, (i64, bool)>) -> PyResult<Self> {
+        let owners = owners_of(owners);
+        let cubes = detached(py, || {
+            let rows = clicks
+                .iter()
+                .map(|(l, t, d, b, o, s, r, v)| (&**l, *t, &**d, &**b, &**o, &**s, r.as_deref(), &**v));
+            Ok::<_, CodecError>(click_cubes(rows, &owners))
+        })?;
         Ok(PyBatchCubes { cubes })
     }
 
@@ -168,6 +191,23 @@ pub fn move_link<'py>(
             .collect())
     })?;
     Ok(rows.into_iter().map(|(k, b)| to_python(py, k, b)).collect())
+}
+
+/// `stored` (an account view's day row) made again from its links' day cubes `parts` `(cube, uniques, hours,
+/// sketches)`, its per-link counts kept.
+#[pyfunction]
+pub fn recount<'py>(py: Python<'py>, stored: StoredRow, parts: Vec<PartRow>) -> PyResult<NewRow<'py>> {
+    let key = (stored.0, stored.1.clone(), stored.2, stored.3);
+    let blobs = detached(py, || -> Result<Option<Blobs>, CodecError> {
+        let mut cube = decode(&stored)?;
+        let parts = parts
+            .iter()
+            .map(|(c, u, h, s)| Cube::decode(c, u.as_deref(), h.as_deref(), None, s.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        cube.rebuild(&parts);
+        Ok((!cube.is_empty()).then(|| cube.encode()))
+    })?;
+    Ok(to_python(py, key, blobs))
 }
 
 /// Clicks, visitors and breakdowns of stored day rows `(weight, epoch day, cube, uniques, hours)` whose

@@ -24,7 +24,7 @@ from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
 from slugline.clicks.store import write_batch
 from slugline.common.bounds import MAX_REFERRER, MAX_SOURCE
 from slugline.common.clock import as_utc
-from slugline.common.models import Click, ClickDaily
+from slugline.common.models import Click, ClickCube
 from slugline.runtime import Runtime
 from slugline.storage.db import normalize_url
 from tests.support.helpers import POSTGRES_ONLY, POSTGRES_URL, Account
@@ -291,9 +291,13 @@ def test_clicks_of_a_link_deleted_before_the_flush_are_dropped_and_the_rest_kept
     assert counter(runtime, kept) == 2
     with runtime.db.session() as session:
         stamps = session.scalars(select(Click.clicked_at).where(Click.link_id == kept)).all()
-        daily = session.execute(select(ClickDaily.day, ClickDaily.source, ClickDaily.clicks)).all()
+        scopes = session.execute(select(ClickCube.scope, ClickCube.level, ClickCube.bucket)).all()
     assert [as_utc(stamp).timestamp() for stamp in stamps] == [pytest.approx(at, abs=1e-6)] * 2
-    assert [tuple(row) for row in daily] == [(date(2025, 11, 23), classified, 2)]
+    day = (date(2025, 11, 23) - date(1970, 1, 1)).days
+    month = (2025 - 1970) * 12 + 10
+    assert sorted(scopes) == sorted((s, lv, b) for s in ("", "p", kept) for lv, b in ((0, day), (1, month)))
+    figures = account_day(runtime, "", day)
+    assert (figures["total"], figures["breakdowns"]["source"]) == (2, [(classified, 2)])
 
 
 def test_a_deleted_links_clicks_are_deleted_with_it(client: TestClient, alice: Account, runtime: Runtime) -> None:
@@ -306,11 +310,36 @@ def test_a_deleted_links_clicks_are_deleted_with_it(client: TestClient, alice: A
         return await recorder.flush()
 
     assert asyncio.run(scenario()) == 3
+    day = int(time.time() // 86_400)
+    assert account_day(runtime, "", day)["total"] == 3
     assert client.delete(f"/api/v1/links/{gone}", headers=alice.auth()).status_code == 200
     with runtime.db.engine.connect() as conn:
         left = conn.execute(text("SELECT link_id FROM clicks")).scalars().all()
-        daily = conn.execute(text("SELECT link_id FROM click_daily")).scalars().all()
-    assert (left, daily) == ([kept], [kept])
+        moves = conn.execute(text("SELECT link_id, kind FROM cube_moves")).all()
+    assert (left, [tuple(m) for m in moves]) == ([kept], [(gone, "delete")])
+
+    async def next_batch() -> int:
+        recorder = ClickRecorder(runtime)
+        recorder.record(click(kept, "x"))
+        return await recorder.flush()
+
+    assert asyncio.run(next_batch()) == 1  # the writer takes the deleted link's cubes out of its account's
+    with runtime.db.engine.connect() as conn:
+        scopes = conn.execute(text("SELECT DISTINCT scope FROM click_cubes")).scalars().all()
+        moves = conn.execute(text("SELECT link_id FROM cube_moves")).all()
+    assert (sorted(scopes), moves) == (sorted(["", "p", kept]), [])
+    assert account_day(runtime, "", day)["total"] == 2
+
+
+def account_day(runtime: Runtime, scope: str, day: int) -> dict[str, Any]:
+    """What the core reads from one stored day cube of an account view."""
+    with runtime.db.session() as session:
+        row = session.execute(
+            select(ClickCube.cube, ClickCube.uniques).where(
+                ClickCube.scope == scope, ClickCube.level == 0, ClickCube.bucket == day
+            )
+        ).one()
+    return _core.analyse([(1, day, row[0], row[1], None)], {}, False)
 
 
 @POSTGRES_ONLY

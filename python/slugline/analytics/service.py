@@ -1,23 +1,27 @@
 """Analytics and the click log of a link — scoped like links: a public key never sees hidden ones.
 
-Figures come from the `click_daily` roll-up and leave bots out; unique visitors are distinct visitor hashes
-in the click log. The hash's salt rotates daily, so a person counts once per day they visited, and a day's count,
-once made, is remembered for as long as it stays exact (`slugline.analytics.visitors`).
+Figures come from the roll-up cubes the click writer keeps (`slugline.analytics.cubes`, `rust_core/cube/`) and
+leave bots out: a period's answer reads at most 365 day cubes and 72 per-link count rows, whatever the traffic.
+Unique visitors are the sum over the period's days of each day's distinct visitor hashes (the hash's salt changes
+daily, so nobody can be followed from one day to the next), counted exactly up to 1,024 a day and by a HyperLogLog
+sketch above that (standard error 1.6%).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 import anyio.to_thread
-from sqlalchemy import ColumnElement, Date, Select, cast, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from slugline import _core
+from slugline.analytics import cubes
 from slugline.common.caller import Caller
-from slugline.common.clock import isoformat, utcnow
+from slugline.common.clock import isoformat
 from slugline.common.inputs import AnalyticsParams, PageParams
-from slugline.common.models import Account, Click, ClickDaily, Link
+from slugline.common.models import Click, Link
 from slugline.common.paging import pagination
 from slugline.common.validation import parse, without_nulls
 from slugline.limits import rules as limits
@@ -25,17 +29,27 @@ from slugline.links.service import find_link, visible
 from slugline.runtime import Runtime
 
 TOP_LINKS = 10
-# Devices and sources show the most frequent entries and one OTHER row with the rest: sources come from anonymous
+# Under a filter, top links are ranked among the period's most clicked links: per-link counts are kept per link,
+# not per link and filter value (that would be a cube per link in every account cube).
+TOP_CANDIDATES = 50
+# Breakdowns show the most frequent entries and one OTHER row with the rest: sources come from anonymous
 # visitors' utm_source values, so without a cap anyone could make an account's analytics arbitrarily large.
 TOP_ENTRIES = 20
 OTHER = "(other)"
+BREAKDOWNS = (
+    ("devices", "device", "device"),
+    ("browsers", "browser", "browser"),
+    ("operating_systems", "os", "os"),
+    ("sources", "source", "source"),
+    ("referrers", "referrer", "referrer"),
+)
 
 
 async def get_analytics(
     rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None
 ) -> dict[str, Any]:
-    """The account's (or one link's) clicks over the last `days` days. Its work grows with the account's traffic, so
-    it runs on a worker thread inside one of the account's query slots (`limits.analysing`)."""
+    """The account's (or one link's) clicks over a period; in one of the account's query slots
+    (`limits.analysing`), on a worker thread."""
     async with limits.analysing(rt, caller.account_id):
         return await anyio.to_thread.run_sync(analytics_on_thread, rt, caller, data, link_id)
 
@@ -45,120 +59,97 @@ def analytics_on_thread(
 ) -> dict[str, Any]:
     """The account's figures, or with `link_id` one link's (its page in the dashboard): 404 for a hidden link."""
     params = parse(AnalyticsParams, without_nulls(data))
-    source = (params.source or "").strip().lower() or None
-    last = utcnow().date()
-    first = last - timedelta(days=params.days - 1)
-    conds: list[ColumnElement[bool]] = [*visible(caller), ClickDaily.day >= first, ClickDaily.device != "bot"]
-    if source is not None:
-        conds.append(ClickDaily.source == source)
-    if link_id is not None:
-        with rt.db.session() as session:
-            link_id = find_link(session, caller, link_id).id
-        conds.append(ClickDaily.link_id == link_id)
-
-    def rollup(*columns: Any) -> Select[Any]:
-        total = func.sum(ClickDaily.clicks).label("n")
-        return select(*columns, total).join(Link, Link.id == ClickDaily.link_id).where(*conds).group_by(*columns)
-
+    first, last = params.period()
+    filters = params.filters()
     with rt.db.session() as session:
-        # Read before the figures and before unique visitors are counted: see `slugline.analytics.visitors`.
-        version = session.scalar(select(Account.links_version).where(Account.id == caller.account_id)) or 0
-        per_day = {day: int(n) for day, n in session.execute(rollup(ClickDaily.day))}
-        devices, sources = (
-            session.execute(
-                rollup(column).order_by(func.sum(ClickDaily.clicks).desc(), column).limit(TOP_ENTRIES)
-            ).all()
-            for column in (ClickDaily.device, ClickDaily.source)
-        )
-        top = session.execute(
-            rollup(Link.id, Link.slug, Link.title)
-            .order_by(func.sum(ClickDaily.clicks).desc(), Link.id)
-            .limit(TOP_LINKS)
-        ).all()
-        unique = _unique_visitors(rt, session, caller, version, per_day, source, link_id)
-    series = [
-        {"date": (first + timedelta(days=i)).isoformat(), "clicks": per_day.get(first + timedelta(days=i), 0)}
-        for i in range(params.days)
-    ]
-    total = sum(per_day.values())
-    return {
-        "days": params.days,
+        if session.get_bind().dialect.name == "postgresql":  # cubes and pending moves read as of one moment
+            session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        if link_id is not None:
+            link = find_link(session, caller, link_id)
+            view = cubes.View(caller.account_id, link.id)
+        else:
+            view = cubes.account_view(session, caller)
+        rows = cubes.day_rows(session, view, first, last, hours=params.interval == "hour")
+        answer = _core.analyse(rows, filters, params.interval == "hour")
+        if link_id is not None:
+            top = [(link.id, link.slug, link.title, answer["total"])] if answer["total"] > 0 else []
+        else:
+            top = _top_links(session, caller, view, first, last, filters)
+    total = int(answer["total"])
+    out: dict[str, Any] = {
+        "days": (last - first).days + 1,
         "from": first.isoformat(),
         "to": last.isoformat(),
-        "source": source,
+        "interval": params.interval,
+        **{name: filters.get(name) for name in ("source", "device", "browser", "os", "referrer")},
         "total_clicks": total,
-        "unique_visitors": unique,
-        "clicks": series,
-        "devices": _with_other("device", devices, total),
-        "sources": _with_other("source", sources, total),
-        "top_links": [
-            {"id": link_id, "slug": slug, "title": title, "clicks": int(n)} for link_id, slug, title, n in top
-        ],
+        "unique_visitors": round(answer["visitors"]),
+        "clicks": _series(answer, params.interval, first, last),
     }
-
-
-def _with_other(name: str, rows: Any, total: int) -> list[dict[str, Any]]:
-    """The top entries, and an OTHER row with the clicks of every entry past them."""
-    out = [{name: value, "clicks": int(n)} for value, n in rows]
-    rest = total - sum(entry["clicks"] for entry in out)
-    if rest > 0:
-        out.append({name: OTHER, "clicks": rest})
+    for key, name, dimension in BREAKDOWNS:
+        rows_of = answer["breakdowns"][dimension]
+        out[key] = _with_other(name, rows_of, sum(n for _, n in rows_of))
+    out["top_links"] = [{"id": i, "slug": slug, "title": title, "clicks": int(n)} for i, slug, title, n in top]
     return out
 
 
-def _unique_visitors(
-    rt: Runtime,
-    session: Session,
-    caller: Caller,
-    version: int,
-    per_day: dict[date, int],
-    source: str | None,
-    link_id: str | None,
-) -> int:
-    """The period's unique visitors: the sum of its days' (a visitor hash is one day's), each day's remembered while
-    the account's links version and the day's click total read the same (`slugline.analytics.visitors`); the other days
-    are counted in one scan from the earliest of them. A day without clicks has no visitors."""
-    view = (caller.account_id, caller.created_at, caller.public_only, link_id, source)
-    total, missing = 0, []
-    for day, clicks in per_day.items():
-        kept = rt.visitor_counts.get((*view, day), version, clicks)
-        if kept is None:
-            missing.append(day)
-        else:
-            total += kept
-    if missing:
-        counted = _count_days(session, caller, min(missing), source, link_id)
-        for day in missing:
-            visitors = counted.get(day, 0)
-            rt.visitor_counts.put((*view, day), version, per_day[day], visitors)
-            total += visitors
-    return total
-
-
-def _count_days(
-    session: Session, caller: Caller, first: date, source: str | None, link_id: str | None
-) -> dict[date, int]:
-    """Distinct visitor hashes per day (UTC) of the clicks from `first` on, bots left out."""
-    day: ColumnElement[Any]
-    if session.get_bind().dialect.name == "postgresql":
-        day = cast(func.timezone("UTC", Click.clicked_at), Date)
-    else:  # stored as ISO text, UTC
-        day = func.substr(Click.clicked_at, 1, 10)
-    stmt = (
-        select(day, func.count(func.distinct(Click.visitor)))
-        .join(Link, Link.id == Click.link_id)
-        .where(
-            *visible(caller),
-            Click.clicked_at >= datetime.combine(first, time.min, tzinfo=UTC),
-            Click.device != "bot",
+def _top_links(
+    session: Session, caller: Caller, view: cubes.View, first: date, last: date, filters: dict[str, str]
+) -> list[tuple[str, str, str | None, int]]:
+    """The most clicked links the caller sees: from the per-link counts, or under a filter each candidate's own
+    cubes. Links deleted or hidden since the counts were made drop out when their rows are looked up."""
+    want = TOP_CANDIDATES if filters else TOP_LINKS
+    counted = _core.top_links(cubes.link_count_rows(session, view, first, last), want + len(view.moves))
+    if filters and counted:
+        own = cubes.link_rows(session, view.account_id, [link for link, _ in counted], first, last)
+        counted = [(link, _core.analyse(rows, filters, False)["total"]) for link, rows in own.items()]
+        counted = sorted((c for c in counted if c[1] > 0), key=lambda c: (-c[1], c[0]))
+    if not counted:
+        return []
+    found = {
+        link_id: (slug, title)
+        for link_id, slug, title in session.execute(
+            select(Link.id, Link.slug, Link.title).where(Link.id.in_([c[0] for c in counted]), *visible(caller))
         )
-        .group_by(day)
-    )
-    if source is not None:
-        stmt = stmt.where(Click.source == source)
-    if link_id is not None:
-        stmt = stmt.where(Click.link_id == link_id)
-    return {d if isinstance(d, date) else date.fromisoformat(d): int(n) for d, n in session.execute(stmt)}
+    }
+    return [(link, *found[link], n) for link, n in counted if link in found][:TOP_LINKS]
+
+
+def _series(answer: dict[str, Any], interval: str, first: date, last: date) -> list[dict[str, Any]]:
+    """Zero-filled clicks per bucket of the period, each named by its first hour or day (a week's Monday, a month's
+    1st, even where that falls before the period: the bucket then counts only the period's days)."""
+    if interval == "hour":
+        midnight = datetime.combine(first, time.min)
+        hours = (last - first).days * 24 + 24
+        base = cubes.epoch_day(first) * 24
+        return [
+            {
+                "date": (midnight + timedelta(hours=h)).strftime("%Y-%m-%dT%H:00:00Z"),
+                "clicks": answer["hours"].get(base + h, 0),
+            }
+            for h in range(hours)
+        ]
+    buckets: dict[date, int] = {}
+    day = first
+    while day <= last:
+        if interval == "week":
+            start = day - timedelta(days=day.weekday())
+        elif interval == "month":
+            start = day.replace(day=1)
+        else:
+            start = day
+        buckets[start] = buckets.get(start, 0) + answer["days"].get(cubes.epoch_day(day), 0)
+        day += timedelta(days=1)
+    return [{"date": start.isoformat(), "clicks": n} for start, n in buckets.items()]
+
+
+def _with_other(name: str, rows: list[tuple[str, int]], total: int) -> list[dict[str, Any]]:
+    """The top entries, and an OTHER row with the clicks of every entry past them."""
+    out: list[dict[str, Any]] = [{name: value, "clicks": int(n)} for value, n in rows[:TOP_ENTRIES]]
+    rest = total - sum(int(n) for _, n in rows[:TOP_ENTRIES])
+    if rest > 0:
+        out.append({name: OTHER, "clicks": rest})
+    return out
 
 
 async def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from slugline import _core
-from slugline.clicks.store import MAX_TEXT, SaltBook, reachable, write_batch
+from slugline.clicks.store import MAX_TEXT, SaltBook, make_pending_moves, reachable, write_batch
 from slugline.common.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.runtime import Runtime
 from slugline.storage.db import unavailable
@@ -117,6 +117,8 @@ class ClickRecorder:
         ~64 clicks), each commit costing nearly what a full one does."""
         written = 0
         async with self._lock:
+            if not len(self.queue):
+                await self._make_moves()
             left = len(self.queue)
             while left > 0 and len(self.queue):
                 batch = self.queue.take(self._max)
@@ -146,6 +148,14 @@ class ClickRecorder:
                     break
                 self._failures = 0
         return written
+
+    async def _make_moves(self) -> None:
+        """With no clicks to write, the cube moves links' changes left (`slugline.clicks.cubes`) are made on their
+        own, so analytics need not allow for them for long; a failure waits for the next flush."""
+        try:
+            await asyncio.to_thread(make_pending_moves, self._rt.db)
+        except Exception as exc:
+            log.warning("making pending cube moves failed (%s)", brief(exc))
 
     async def drain(self, seconds: float) -> None:
         """Flushes until nothing waits, for at most `seconds`: a write that fails is tried again (and after

@@ -9,13 +9,16 @@ from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from typing import Any, cast
 
+import orjson
 from sqlalchemy import Connection, Table, delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 
 from slugline import _core
+from slugline.clicks import cubes
 from slugline.common.bounds import MAX_REFERRER, MAX_SOURCE
 from slugline.common.models import VisitorSalt
+from slugline.common.visibility import PUBLIC_LEVELS
 from slugline.storage.db import Database
 
 EPOCH = date(1970, 1, 1).toordinal()
@@ -24,20 +27,20 @@ SALT_RETENTION = timedelta(days=1)  # older salts are deleted, so old visitor ha
 salts = cast(Table, VisitorSalt.__table__)
 
 # The small statements of a write take one JSON array made by `Clicks.encode` and run over all of it inside the
-# database. `[link_id, counted]` per link; the links still there come back.
+# database. `[link_id, counted]` per link; the links still there come back, with their account and visibility.
 _BUMP = {
     "sqlite": "UPDATE links SET clicks = clicks + t.n FROM "
-    "(SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each(?)) AS t WHERE links.id = t.id RETURNING links.id",
+    "(SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each(?)) AS t WHERE links.id = t.id "
+    "RETURNING links.id, links.account_id, links.visibility",
     "postgresql": "UPDATE links SET clicks = links.clicks + t.n FROM "
     "(SELECT e ->> 0 AS id, (e ->> 1)::bigint AS n FROM json_array_elements(%s::json) AS e) AS t "
-    "WHERE links.id = t.id RETURNING links.id",
+    "WHERE links.id = t.id RETURNING links.id, links.account_id, links.visibility",
 }
 # PostgreSQL locks the batch's links first, in id order, so two workers' batches cannot deadlock; and a link deleted
 # meanwhile either waits for this batch (then its trigger deletes the batch's rows too) or is gone before the lock
 # is granted (then no row names it): the click log has no foreign key there (migration 0006).
-_LOCK = (
-    "SELECT id FROM links WHERE id IN (SELECT e ->> 0 FROM json_array_elements(%s::json) AS e) ORDER BY id FOR UPDATE"
-)
+# The links of the oldest pending cube moves are locked with them (`slugline.clicks.cubes`).
+_LOCK = "SELECT id FROM links WHERE id IN (SELECT json_array_elements_text(%s::json)) ORDER BY id FOR UPDATE"
 # The click rows, the one part that grows with the batch, go the cheapest way each database has: COPY on
 # PostgreSQL; on SQLite multi-row INSERTs of `ROWS_PER_INSERT` rows whose values Rust made (repeated strings
 # shared), so the driver binds them without Python code per click and the GIL changes hands once per statement.
@@ -51,17 +54,6 @@ def _insert_rows(rows: int) -> str:
     return f"INSERT INTO clicks ({_COLUMNS}) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
 
 
-# `[link_id, epoch day, device, source, clicks]` per roll-up group.
-_UPSERT_DAILY = {
-    "sqlite": "INSERT INTO click_daily (link_id, day, device, source, clicks) "
-    "SELECT value ->> 0, date((value ->> 1) * 86400, 'unixepoch'), value ->> 2, value ->> 3, value ->> 4 "
-    "FROM json_each(?) WHERE value ->> 0 IN (SELECT id FROM links) "
-    "ON CONFLICT (link_id, day, device, source) DO UPDATE SET clicks = click_daily.clicks + excluded.clicks",
-    "postgresql": "INSERT INTO click_daily (link_id, day, device, source, clicks) "
-    "SELECT e ->> 0, DATE '1970-01-01' + (e ->> 1)::int, e ->> 2, e ->> 3, (e ->> 4)::bigint "
-    "FROM json_array_elements(%s::json) AS e WHERE EXISTS (SELECT 1 FROM links WHERE links.id = e ->> 0) "
-    "ON CONFLICT (link_id, day, device, source) DO UPDATE SET clicks = click_daily.clicks + excluded.clicks",
-}
 MAX_TEXT = min(MAX_SOURCE, MAX_REFERRER)  # what Rust cuts sources and referrer hosts to
 
 
@@ -113,24 +105,42 @@ def reachable(db: Database) -> bool:
 
 
 def write_batch(db: Database, encoded: _core.EncodedClicks) -> int:
-    """Link counters (bots excluded), click rows and daily roll-ups of one encoded batch, all or nothing; returns
-    the click rows written. Clicks of links deleted since the redirect are dropped, never failing the batch."""
+    """Link counters (bots excluded), click rows and roll-up cubes of one encoded batch, all or nothing, with the
+    oldest pending cube moves; returns the click rows written. Clicks of links deleted since the redirect are
+    dropped, never failing the batch."""
     if not len(encoded):
         return 0
     with db.engine.begin() as conn:
         dialect = conn.dialect.name
-        postgres = dialect == "postgresql"
-        if postgres:
-            conn.exec_driver_sql(_LOCK, (encoded.totals,))
-        # First: on SQLite the transaction takes the write lock before anything else, and the links still there
+        pending: list[str] = []
+        if dialect == "postgresql":
+            pending = cubes.pending_links(conn)
+            batch_links = [link for link, _ in orjson.loads(encoded.totals)]
+            conn.exec_driver_sql(_LOCK, (orjson.dumps(sorted({*batch_links, *pending})).decode(),))
+        # First on SQLite: the transaction takes the write lock before anything else, and the links still there
         # come back, so no row can name a link deleted meanwhile (its deletion waits for this transaction).
-        alive = conn.exec_driver_sql(_BUMP[dialect], (encoded.totals,)).scalars().all()
+        alive = conn.exec_driver_sql(_BUMP[dialect], (encoded.totals,)).all()
+        if dialect != "postgresql":
+            pending = cubes.pending_links(conn)
+        owners = {link: (int(account), visibility in PUBLIC_LEVELS) for link, account, visibility in alive}
+        moves = cubes.claim_moves(conn, sorted({*owners, *pending}))
+        cubes.lock_accounts(conn, {account for account, _ in owners.values()} | {m[1] for m in moves})
+        cubes.make_moves(conn, moves)
         if not alive:
             return 0
-        kept = None if len(alive) == encoded.links else set(alive)
+        kept = None if len(alive) == encoded.links else set(owners)
         written = _insert_clicks(conn, encoded, kept)
-        conn.exec_driver_sql(_UPSERT_DAILY[dialect], (encoded.rollup,))
+        cubes.add_batch(conn, encoded, owners)
     return written
+
+
+def make_pending_moves(db: Database) -> int:
+    """The oldest pending cube moves, made in a transaction of their own (a worker with no clicks to write)."""
+    with db.reading() as conn:  # most of the time there are none: no write transaction for that
+        if conn.exec_driver_sql("SELECT 1 FROM cube_moves LIMIT 1").first() is None:
+            return 0
+    with db.engine.begin() as conn:
+        return cubes.make_pending_moves(conn)
 
 
 def _insert_clicks(conn: Connection, encoded: _core.EncodedClicks, kept: set[str] | None) -> int:

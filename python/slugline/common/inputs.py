@@ -8,24 +8,28 @@ from __future__ import annotations
 
 import copy
 import re
+from datetime import date, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from slugline import _core
 from slugline.common import patterns
 from slugline.common.bounds import (
+    MAX_BROWSER,
     MAX_DAYS,
     MAX_DESCRIPTION,
     MAX_LINK_PASSWORD,
     MAX_NOTE,
+    MAX_OS,
     MAX_PAGE,
     MAX_PASSWORD,
     MAX_PER,
     MAX_QR_MARGIN,
     MAX_QR_SIZE,
     MAX_QUERY,
+    MAX_REFERRER,
     MAX_SEARCH_LIMIT,
     MAX_SLUG,
     MAX_SOURCE,
@@ -39,6 +43,7 @@ from slugline.common.bounds import (
     MIN_QR_SIZE,
     MIN_USERNAME,
 )
+from slugline.common.clock import utcnow
 from slugline.common.visibility import Visibility
 
 SortField = Literal["created_at", "updated_at", "title", "slug", "clicks"]
@@ -277,17 +282,90 @@ class AnalyzeParams(_Strict):
     ]
 
 
-class AnalyticsParams(_Strict):
-    days: int = Field(
-        default=30, ge=1, le=MAX_DAYS, description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC)"
-    )
+Interval = Literal["hour", "day", "week", "month"]
+Device = Literal["desktop", "mobile", "tablet", "other"]
+DEFAULT_DAYS = 30
+MAX_HOURLY_DAYS = 7  # an hourly series longer than a week is more bars than a chart can show
+
+
+class ClickFilters(_Strict):
+    """Which clicks count: every filter given must hold (AND); values match case-insensitively."""
+
     source: str | None = Field(
         default=None,
         max_length=MAX_SOURCE,
         description=(
-            "Only count clicks from this source: 'direct', 'qr', a utm_source value or a referrer host such as "
+            "Only clicks from this source: 'direct', 'qr', a utm_source value or a referrer host such as "
             "'news.ycombinator.com'"
         ),
+    )
+    device: Device | None = Field(default=None, description="Only clicks from this kind of device")
+    browser: str | None = Field(default=None, max_length=MAX_BROWSER, description="Only clicks from this browser")
+    os: str | None = Field(default=None, max_length=MAX_OS, description="Only clicks from this operating system")
+    referrer: str | None = Field(
+        default=None, max_length=MAX_REFERRER, description="Only clicks whose referrer host is this one"
+    )
+
+    def filters(self) -> dict[str, str]:
+        """The filters given, lowercased and stripped, empty ones left out."""
+        given = {name: getattr(self, name) for name in FILTERS}
+        return {name: value.strip().lower() for name, value in given.items() if value and value.strip()}
+
+
+FILTERS = ("source", "device", "browser", "os", "referrer")
+
+
+class PeriodParams(ClickFilters):
+    """A period of whole UTC days: the last `days` days, or `from`-`to` (both included), at most a year."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    days: int | None = Field(
+        default=None, ge=1, le=MAX_DAYS, description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC)"
+    )
+    from_: date | None = Field(
+        default=None, alias="from", description="First day counted (ISO date, UTC); instead of `days`"
+    )
+    to: date | None = Field(default=None, description="Last day counted (ISO date, UTC); default today")
+
+    @model_validator(mode="after")
+    def _one_period(self) -> PeriodParams:
+        if self.days is not None and (self.from_ is not None or self.to is not None):
+            raise ValueError("give either days or from/to, not both")
+        if self.to is not None and self.from_ is None:
+            raise ValueError("to needs from")
+        if self.from_ is not None:
+            last = self.to or utcnow().date()
+            if self.from_ > last:
+                raise ValueError("from must not be after to")
+            if (last - self.from_).days + 1 > MAX_DAYS:
+                raise ValueError(f"a period is at most {MAX_DAYS} days")
+        return self
+
+    def period(self) -> tuple[date, date]:
+        """(first, last) day counted, both included."""
+        if self.from_ is not None:
+            return self.from_, self.to or utcnow().date()
+        last = utcnow().date()
+        return last - timedelta(days=(self.days or DEFAULT_DAYS) - 1), last
+
+
+class AnalyticsParams(PeriodParams):
+    interval: Interval = Field(
+        default="day", description=f"Bucket of the series; 'hour' for periods of up to {MAX_HOURLY_DAYS} days"
+    )
+
+    @model_validator(mode="after")
+    def _hourly_is_short(self) -> AnalyticsParams:
+        first, last = self.period()
+        if self.interval == "hour" and (last - first).days + 1 > MAX_HOURLY_DAYS:
+            raise ValueError(f"interval hour needs a period of at most {MAX_HOURLY_DAYS} days")
+        return self
+
+
+class ExportParams(PeriodParams):
+    format: Literal["csv", "ndjson"] = Field(
+        default="csv", description="CSV with a header row, or one JSON object a line"
     )
 
 

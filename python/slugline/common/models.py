@@ -136,18 +136,35 @@ class Click(Base):
     __table_args__ = (Index("ix_clicks_link_time", "link_id", "clicked_at"),)
 
 
-class ClickDaily(Base):
-    """Daily roll-up that analytics reads: one row per link, day, device and source."""
+class ClickCube(Base):
+    """A roll-up of one view's clicks over one day or month, in the core's binary form (`slugline._core`,
+    `rust_core/cube/`). Scope `""` is every link of the account, `"p"` its public and unlisted links, anything
+    else one link's id. Analytics reads these, never the click log."""
 
-    __tablename__ = "click_daily"
+    __tablename__ = "click_cubes"
 
-    link_id: Mapped[str] = mapped_column(ForeignKey("links.id", ondelete="CASCADE"), primary_key=True)
-    day: Mapped[date] = mapped_column(Date, primary_key=True)
-    device: Mapped[str] = mapped_column(String(8), primary_key=True)
-    source: Mapped[str] = mapped_column(String(MAX_SOURCE), primary_key=True)
-    clicks: Mapped[int] = mapped_column(BigInteger, default=0)
+    account_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    scope: Mapped[str] = mapped_column(String(32), primary_key=True)
+    level: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0: a UTC day, 1: a month
+    bucket: Mapped[int] = mapped_column(Integer, primary_key=True)  # days or months since 1970-01-01
+    cube: Mapped[bytes] = mapped_column(LargeBinary)
+    uniques: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    links: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    hours: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    sketches: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
 
-    __table_args__ = (Index("ix_click_daily_day", "day"),)
+
+class CubeMove(Base):
+    """A link that left or joined one of its account's views (deleted, hidden, shown), written by triggers in
+    the transaction that changed it; the click writer moves its cubes and deletes the row."""
+
+    __tablename__ = "cube_moves"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    account_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    link_id: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(8))  # delete | hide | show
+    public: Mapped[bool]  # delete: whether the link was in the public view
 
 
 class VisitorSalt(Base):

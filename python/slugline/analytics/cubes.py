@@ -1,0 +1,137 @@
+"""Reading the roll-up cubes of a view over a period, with the cube moves the click writer has not made yet.
+
+A view is one link's cubes, or an account's (`""`: every link; `"p"`: the public and unlisted ones, what a
+public-only key sees). A period's series, breakdowns and visitors come from its day cubes: at most 365 rows, each a
+few KiB, however many clicks the days had. Per-link counts (top links) come from month cubes for the whole months
+of the period and day cubes for the days around them: at most 12 + 60 rows.
+
+A link deleted, hidden or shown since the writer's last batch still has its cubes where they were
+(`slugline.clicks.cubes`): its pending move is applied here, as a weight on the link's own cubes, so an answer never
+counts a deleted link's clicks nor a hidden link's for a public-only key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from slugline import _core
+from slugline.clicks.cubes import ALL, DAY, MONTH, PUBLIC, read, recent, view_change, view_parts
+from slugline.common.caller import Caller
+from slugline.common.models import ClickCube, CubeMove
+
+EPOCH = date(1970, 1, 1)
+DayRow = tuple[int, int, bytes, bytes | None, bytes | None]  # weight, epoch day, cube, uniques, hours
+
+
+def epoch_day(day: date) -> int:
+    return (day - EPOCH).days
+
+
+def month_index(day: date) -> int:
+    return (day.year - 1970) * 12 + day.month - 1
+
+
+def month_start(index: int) -> date:
+    return date(1970 + index // 12, index % 12 + 1, 1)
+
+
+@dataclass(frozen=True)
+class View:
+    account_id: int
+    scope: str
+    # (link id, weight) of pending moves: the link's own cubes are added with this weight.
+    moves: tuple[tuple[str, int], ...] = ()
+
+
+def account_view(session: Session, caller: Caller) -> View:
+    """The caller's account as its key sees it, with the moves not yet made."""
+    scope = PUBLIC if caller.public_only else ALL
+    moves = session.execute(
+        select(CubeMove.link_id, CubeMove.kind, CubeMove.public)
+        .where(CubeMove.account_id == caller.account_id)
+        .order_by(CubeMove.id)
+    ).all()
+    weighted = []
+    for link_id, kind, public in moves:
+        scopes, weight = view_change(kind, public, public_only=caller.public_only)
+        if scope in scopes:
+            weighted.append((link_id, weight))
+    return View(caller.account_id, scope, tuple(weighted))
+
+
+def day_rows(session: Session, view: View, first: date, last: date, hours: bool) -> list[DayRow]:
+    """The view's day cubes from `first` to `last`, and its pending moves' links' (weighted); a recent day touched
+    by a pending move is made again from the links in the view now, as the writer will (`clicks.cubes.recent`)."""
+    scopes = {view.scope: 1, **{link: weight for link, weight in view.moves}}
+    columns = [ClickCube.scope, ClickCube.bucket, ClickCube.cube, ClickCube.uniques]
+    stmt = select(*columns, *([ClickCube.hours] if hours else [])).where(
+        ClickCube.account_id == view.account_id,
+        ClickCube.scope.in_(scopes),
+        ClickCube.level == DAY,
+        ClickCube.bucket.between(epoch_day(first), epoch_day(last)),
+    )
+    found: list[Any] = list(session.execute(stmt))
+    rows = [(scopes[row[0]], row[1], row[2], row[3], row[4] if hours else None) for row in found]
+    moved = {row[1] for row in found if row[0] != view.scope and recent(row[1])}
+    if not moved:
+        return rows
+    rows = [row for row in rows if row[1] not in moved]
+    conn = session.connection()
+    for day in sorted(moved):
+        stored = read(conn, [(view.account_id, view.scope, DAY, day)])
+        if stored:
+            made = _core.recount(stored[0], view_parts(conn, view.account_id, view.scope, day))
+            if made[4] is not None:
+                rows.append((1, day, made[4], made[5], made[6] if hours else None))
+    return rows
+
+
+def _covering(first: date, last: date) -> tuple[list[int], list[int]]:
+    """Whole months inside the period, and the epoch days of the period outside them."""
+    months = [
+        m
+        for m in range(month_index(first), month_index(last) + 1)
+        if month_start(m) >= first and month_start(m + 1) - timedelta(days=1) <= last
+    ]
+    covered = {(m // 12, m % 12) for m in months}
+    days = []
+    day = first
+    while day <= last:
+        if (day.year - 1970, day.month - 1) not in covered:
+            days.append(epoch_day(day))
+        day += timedelta(days=1)
+    return months, days
+
+
+def link_count_rows(session: Session, view: View, first: date, last: date) -> list[tuple[int, bytes]]:
+    """Per-link click counts of the view over the period: (weight, links column) rows."""
+    months, days = _covering(first, last)
+    stmt = select(ClickCube.links).where(
+        ClickCube.account_id == view.account_id,
+        ClickCube.scope == view.scope,
+        ClickCube.links.is_not(None),
+        ((ClickCube.level == MONTH) & ClickCube.bucket.in_(months))
+        | ((ClickCube.level == DAY) & ClickCube.bucket.in_(days)),
+    )
+    return [(1, links) for links in session.scalars(stmt) if links is not None]
+
+
+def link_rows(session: Session, account_id: int, links: list[str], first: date, last: date) -> dict[str, list[Any]]:
+    """Each link's own month and edge-day cubes over the period, as day rows for `_core.analyse` (whose per-day
+    series then means nothing: only totals are read from them)."""
+    months, days = _covering(first, last)
+    stmt = select(ClickCube.scope, ClickCube.cube).where(
+        ClickCube.account_id == account_id,
+        ClickCube.scope.in_(links),
+        ((ClickCube.level == MONTH) & ClickCube.bucket.in_(months))
+        | ((ClickCube.level == DAY) & ClickCube.bucket.in_(days)),
+    )
+    out: dict[str, list[Any]] = {link: [] for link in links}
+    for scope, cube in session.execute(stmt):
+        out[scope].append((1, 0, cube, None, None))
+    return out
