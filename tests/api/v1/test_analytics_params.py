@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from slugline.analytics import service
+from slugline.common.caller import Caller
+from slugline.runtime import Runtime
 from tests.api.v1.test_analytics import make_links
 from tests.support.helpers import SQLITE_ONLY, Account, create
 
@@ -92,3 +96,21 @@ def test_a_link_the_key_cannot_see_is_404(
     res = client.get(f"/api/v1/links/{links['public']['id']}/analytics", headers=bob.auth())  # another account's
     assert (res.status_code, res.json()) == (404, {"error": "link not found"})
     assert client.get(f"/api/v1/links/{links['public']['id']}/analytics").status_code == 401
+
+
+@SQLITE_ONLY
+def test_the_parameters_reach_the_service_by_their_public_names(
+    client: TestClient, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`from` is `from_` in the model: the service is handed it as clients send it, with what was given only."""
+    seen: list[tuple[dict[str, str], str | None]] = []
+
+    async def recorded(rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None) -> Any:
+        seen.append(({name: str(value) for name, value in data.items()}, link_id))
+        return {}
+
+    monkeypatch.setattr(service, "get_analytics", recorded)
+    query = {"from": "2026-01-01", "to": "2026-01-03", "interval": "week", "browser": "Firefox"}
+    for path in PATHS:
+        assert client.get(path.format(id="lnk_00000000000"), params=query, headers=alice.auth()).status_code == 200
+    assert seen == [(query, None), (query, "lnk_00000000000")]
