@@ -176,3 +176,21 @@ def test_analytics_parameters_and_answer_are_documented(client: TestClient) -> N
     ):
         assert answer["properties"][field]["items"] == {"$ref": f"#/components/schemas/{item}"}, field
         assert set(schemas[item]["required"]) == {key, "clicks"}, item
+
+
+@SQLITE_ONLY
+def test_click_exports_are_documented_as_files(client: TestClient) -> None:
+    doc = client.get("/api/v1/openapi.json").json()
+    for path, statuses in (
+        ("/api/v1/clicks/export", {"200", "401", "403", "422", "429", "500", "503"}),
+        ("/api/v1/links/{link_id}/clicks/export", {"200", "401", "403", "404", "422", "429", "500", "503"}),
+    ):
+        op = doc["paths"][path]["get"]
+        assert set(op["responses"]) == statuses, path
+        ok = op["responses"]["200"]
+        assert set(ok["content"]) == {"text/csv", "application/x-ndjson"}, path
+        assert "Content-Disposition" in ok["headers"], path
+        params = {p["name"]: p["schema"] for p in op["parameters"] if p["in"] == "query"}
+        assert set(params) == {"days", "from", "to", "format", "source", "device", "browser", "os", "referrer"}
+        assert (params["format"]["enum"], params["format"]["default"]) == (["csv", "ndjson"], "csv"), path
+        assert op["security"] == [{"bearerAuth": []}], path

@@ -107,9 +107,11 @@ def complete(doc: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def _responses(spec: Operation, generated: dict[str, Any], models: dict[str, Any]) -> dict[str, Any]:
-    if spec.ok is None:
+    if spec.answer is not None:
+        ok: dict[str, Any] = spec.answer
+    elif spec.ok is None:
         content = IMAGES if spec is not UNLISTED else {"application/json": {"schema": {"type": "object"}}}
-        ok: dict[str, Any] = {"description": "Success", "content": content}
+        ok = {"description": "Success", "content": content}
     else:
         ok = {
             "description": spec.ok.__doc__ or "Success",

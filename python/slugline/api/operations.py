@@ -8,7 +8,7 @@ route missing here is documented with every error status and an open object, so 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -33,6 +33,18 @@ DEGRADED = "The database does not answer: the same body, with status 'degraded' 
 LIMITED = (429, 500, 503)  # every operation but /health draws from a rate-limit bucket and may reach the database
 KEYED = (401, 403, *LIMITED)
 BODY = (400, 408, 413, 422)  # every operation that reads a JSON body
+TEXT = {"schema": {"type": "string"}}
+EXPORT = {
+    "description": "The clicks as a file, streamed: CSV with a header row (`format=csv`) or one JSON object a line "
+    "(`format=ndjson`)",
+    "headers": {
+        "Content-Disposition": {
+            "description": 'attachment; filename="clicks-FIRST-LAST.csv" (or .ndjson), the period\'s dates',
+            "schema": {"type": "string"},
+        }
+    },
+    "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,7 @@ class Operation:
     auth: Auth
     status: int = 200
     degraded: int | None = None  # a status answered with the `ok` model, not an error: /health without its database
+    answer: dict[str, Any] | None = None  # a success that is neither JSON nor an image, documented as given
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -61,6 +74,8 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("get", "/links/{link_id}/clicks"): Operation(outputs.ClickPage, (404, 422, *KEYED), "key"),
     ("get", "/links/{link_id}/qr"): Operation(None, (404, 422, *KEYED), "key"),
     ("get", "/links/{link_id}/analytics"): Operation(outputs.Analytics, (404, 422, *KEYED), "key"),
+    ("get", "/links/{link_id}/clicks/export"): Operation(None, (404, 422, *KEYED), "key", answer=EXPORT),
+    ("get", "/clicks/export"): Operation(None, (422, *KEYED), "key", answer=EXPORT),
     ("get", "/analytics"): Operation(outputs.Analytics, (422, *KEYED), "key"),
     ("get", "/search"): Operation(outputs.SearchResult, (422, *KEYED), "key"),
     ("get", "/public/{slug}"): Operation(outputs.PublicLink, (404, *LIMITED), "none"),
