@@ -149,7 +149,7 @@ def downgrade() -> None:
     day = "(clicked_at AT TIME ZONE 'UTC')::date" if postgres else "substr(clicked_at, 1, 10)"
     op.execute(
         f"INSERT INTO click_daily (link_id, day, device, source, clicks) SELECT link_id, {day}, device, source, "
-        f"count(*) FROM clicks GROUP BY link_id, {day}, device, source"
+        f"count(*) FROM clicks WHERE link_id IN (SELECT id FROM links) GROUP BY link_id, {day}, device, source"
     )
     triggers = (("links_cube_deleted", "links"), ("links_cube_view", "links"), ("accounts_cubes_deleted", "accounts"))
     for trigger, table in triggers:

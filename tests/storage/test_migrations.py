@@ -17,8 +17,19 @@ from slugline.storage import migrate
 from slugline.storage.db import normalize_url
 from tests.support.helpers import make_settings
 
-# SQLite's, which bump an account's links version (0004, 0005, 0007), in name order
-TRIGGERS = ["link_changes_bump", "links_changed", "links_created"]
+# SQLite's, in name order: those that bump an account's links version (0004, 0005, 0007), and those that record
+# cube moves and forget a deleted account's cubes (0009)
+TRIGGERS = [
+    "accounts_cubes_deleted",
+    "link_changes_bump",
+    "links_changed",
+    "links_created",
+    "links_cube_deleted",
+    "links_cube_view",
+]
+
+
+PG_TRIGGERS = ["links_cube_deleted", "links_cube_view", "links_deleted"]  # on `links` (0006, 0009)
 
 
 def _downgrade(engine: Engine, revision: str) -> None:
@@ -47,6 +58,8 @@ def test_sqlite_triggers_come_and_go_with_their_migrations(tmp_path: Path) -> No
     engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
     migrate.upgrade(engine)
     assert _triggers(engine) == TRIGGERS and _clicks_keys(engine) == ["links"]
+    _downgrade(engine, "0008")
+    assert _triggers(engine) == ["link_changes_bump", "links_changed", "links_created"]
     _downgrade(engine, "0006")
     assert _triggers(engine) == ["link_changes_bump", "links_created"]
     _downgrade(engine, "0004")
@@ -62,11 +75,11 @@ def test_sqlite_triggers_come_and_go_with_their_migrations(tmp_path: Path) -> No
 def test_on_postgresql_the_click_log_loses_its_key_and_gains_the_deleting_trigger(pg_url: str) -> None:
     engine = create_engine(normalize_url(pg_url))
     migrate.upgrade(engine)
-    assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
+    assert _triggers(engine) == PG_TRIGGERS and _clicks_keys(engine) == []
     _downgrade(engine, "0005")
     assert _triggers(engine) == [] and _clicks_keys(engine) == ["links"]
     migrate.upgrade(engine)
-    assert _triggers(engine) == ["links_deleted"] and _clicks_keys(engine) == []
+    assert _triggers(engine) == PG_TRIGGERS and _clicks_keys(engine) == []
     engine.dispose()
 
 
