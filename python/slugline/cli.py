@@ -7,13 +7,15 @@ import getpass
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import IO, TYPE_CHECKING
 
 from slugline import __version__
 from slugline.settings import PLAN_RANK, get_settings
 
 if TYPE_CHECKING:
+    from slugline.common.caller import Caller
     from slugline.runtime import Runtime
 
 
@@ -91,6 +93,57 @@ def cmd_accounts_set_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+EXPORT_FILTERS = {  # what each filter of `slugline clicks export` takes
+    "source": "direct, qr, a utm_source or a referrer host (any case)",
+    "device": "desktop, mobile, tablet or other",
+    "browser": "chrome, safari, ... (any case)",
+    "os": "windows, ios, ... (any case)",
+    "referrer": "a referrer host such as news.ycombinator.com (any case)",
+}
+
+
+def cmd_clicks_export(args: argparse.Namespace) -> int:
+    import anyio
+
+    from slugline.accounts import service as accounts
+    from slugline.analytics import export
+    from slugline.common.errors import ServiceError
+
+    def destination() -> AbstractContextManager[IO[bytes]]:
+        return open(args.output, "wb") if args.output is not None else nullcontext(sys.stdout.buffer)
+
+    rt = _runtime()
+    period = {"days": args.days, "from": args.from_, "to": args.to, "format": args.format}
+    data = period | {name: getattr(args, name) for name in EXPORT_FILTERS}
+    try:
+        caller = accounts.operator(rt, args.account)
+        link_id = export.link_named(rt, caller, args.link) if args.link is not None else None
+        anyio.run(_write_export, rt, caller, data, link_id, destination)
+    except ServiceError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        rt.close()
+    return 0
+
+
+async def _write_export(
+    rt: Runtime,
+    caller: Caller,
+    data: dict[str, str | None],
+    link_id: str | None,
+    destination: Callable[[], AbstractContextManager[IO[bytes]]],
+) -> None:
+    """The same export as the REST API's, written as it comes. The destination is opened once the export has started
+    (parameters checked, query slot taken, first chunk read), so a refusal leaves an existing file alone."""
+    from slugline.analytics import export
+
+    async with await export.export_clicks(rt, caller, data, link_id) as made:
+        with destination() as out:
+            async for chunk in made:
+                out.write(chunk)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="slugline", description="Self-hostable link management.")
     top.add_argument("--version", action="version", version=f"slugline {__version__}")
@@ -114,6 +167,19 @@ def parser() -> argparse.ArgumentParser:
     set_plan.add_argument("name")
     set_plan.add_argument("plan", choices=list(PLAN_RANK))
     set_plan.set_defaults(func=cmd_accounts_set_plan)
+
+    clicks = sub.add_parser("clicks", help="the click log").add_subparsers(dest="action", required=True)
+    export = clicks.add_parser("export", help="write an account's (or a link's) clicks as CSV or NDJSON")
+    export.add_argument("--account", required=True, metavar="NAME", help="the account's username")
+    export.add_argument("--link", metavar="ID_OR_SLUG", help="only this link's clicks: its id or slug")
+    export.add_argument("--days", metavar="N", help="the last N days, ending today (UTC); default 30")
+    export.add_argument("--from", dest="from_", metavar="DATE", help="first day (YYYY-MM-DD, UTC), instead of --days")
+    export.add_argument("--to", metavar="DATE", help="last day (YYYY-MM-DD, UTC); default today")
+    export.add_argument("--format", choices=["csv", "ndjson"], help="csv (default, with a header row) or ndjson")
+    for name, example in EXPORT_FILTERS.items():
+        export.add_argument(f"--{name}", metavar=name.upper(), help=f"only clicks with this {name}: {example}")
+    export.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
+    export.set_defaults(func=cmd_clicks_export)
     return top
 
 

@@ -62,6 +62,7 @@ def test_cli_version_and_help() -> None:
         ["migrate", "--help"],
         ["accounts", "create", "--help"],
         ["accounts", "set-plan", "--help"],
+        ["clicks", "export", "--help"],
     ):
         res = subprocess.run([sys.executable, "-m", "slugline.cli", *args], capture_output=True, text=True, timeout=60)
         assert res.returncode == 0 and "usage:" in res.stdout, args

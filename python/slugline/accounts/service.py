@@ -133,6 +133,16 @@ def set_plan(rt: Runtime, username: str, plan: str) -> None:
     callers.forget(rt, account_id)
 
 
+def operator(rt: Runtime, username: str) -> Caller:
+    """Full access to an account's links for the operator's commands (`slugline clicks export`): no token and no plan
+    gate, as whoever runs them reads the database anyway."""
+    with rt.db.session() as session:
+        account = session.scalar(select(Account).where(Account.username == username.lower()))
+        if account is None:
+            raise NotFound(f"no account named '{username}'")
+        return Caller(account.id, account.username, account.plan, "full", account.created_at)
+
+
 def require_plan(caller: Caller) -> None:
     """The plan gate for every call made with an API key (REST and MCP): developer or pro."""
     if PLAN_RANK.get(caller.plan, 0) < PLAN_RANK["developer"]:
