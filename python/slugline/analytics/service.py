@@ -100,6 +100,12 @@ def _top_links(
     cubes. Links deleted or hidden since the counts were made drop out when their rows are looked up."""
     want = TOP_CANDIDATES if filters else TOP_LINKS
     counted = _core.top_links(cubes.link_count_rows(session, view, first, last), want + len(view.moves))
+    if view.moves:  # links shown since the counts were made are not in them yet; deleted and hidden ones still are
+        by_link = dict(counted)
+        own = cubes.link_rows(session, view.account_id, [link for link, _ in view.moves], first, last)
+        for link, weight in view.moves:
+            by_link[link] = by_link.get(link, 0) + weight * _core.analyse(own[link], {}, False)["total"]
+        counted = sorted(((k, n) for k, n in by_link.items() if n > 0), key=lambda c: (-c[1], c[0]))[:want]
     if filters and counted:
         own = cubes.link_rows(session, view.account_id, [link for link, _ in counted], first, last)
         counted = [(link, _core.analyse(rows, filters, False)["total"]) for link, rows in own.items()]

@@ -12,7 +12,16 @@ from datetime import date, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from slugline import _core
 from slugline.common import patterns
@@ -288,6 +297,10 @@ DEFAULT_DAYS = 30
 MAX_HOURLY_DAYS = 7  # an hourly series longer than a week is more bars than a chart can show
 
 
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
 class ClickFilters(_Strict):
     """Which clicks count: every filter given must hold (AND); values match case-insensitively."""
 
@@ -299,7 +312,9 @@ class ClickFilters(_Strict):
             "'news.ycombinator.com'"
         ),
     )
-    device: Device | None = Field(default=None, description="Only clicks from this kind of device")
+    device: Annotated[Device | None, BeforeValidator(_lower)] = Field(
+        default=None, description="Only clicks from this kind of device"
+    )
     browser: str | None = Field(default=None, max_length=MAX_BROWSER, description="Only clicks from this browser")
     os: str | None = Field(default=None, max_length=MAX_OS, description="Only clicks from this operating system")
     referrer: str | None = Field(
