@@ -52,6 +52,7 @@ impl Cube {
             source: self.intern(Some(parts.source)),
             referrer: self.intern(parts.referrer),
         };
+        let dims = self.admit(dims);
         *self.combos.entry(dims).or_insert(0) += 1;
         if let Some(hour) = hour {
             *self.hours.entry((hour, dims)).or_insert(0) += 1;

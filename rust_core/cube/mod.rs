@@ -24,6 +24,11 @@ pub use blob::Blobs;
 pub const NONE: u32 = u32::MAX;
 /// Key masks: which of source (bit 0) and referrer (bit 1) a unique-visitor key keeps.
 pub const MASKS: [u8; 4] = [0, 1, 2, 3];
+/// Combinations a cube keeps apart; past them a new one is kept with its source and referrer host as `OTHER`.
+/// Sources and referrers are whatever visitors send, so without this anyone could make a cube, and every
+/// question that reads it, as large as the clicks they can make.
+pub const MAX_COMBOS: usize = 10_000;
+pub const OTHER: &str = "(other)";
 pub const DAY: u8 = 0;
 pub const MONTH: u8 = 1;
 
@@ -78,6 +83,20 @@ fn add<K: std::hash::Hash + Eq>(map: &mut HashMap<K, i64>, key: K, n: i64) {
 }
 
 impl Cube {
+    /// The combination `d` is counted under here: itself, or past `MAX_COMBOS` with `OTHER` for its source
+    /// and its referrer host (if it has one).
+    pub fn admit(&mut self, d: Dims) -> Dims {
+        if self.combos.len() < MAX_COMBOS || self.combos.contains_key(&d) {
+            return d;
+        }
+        let other = self.strings.intern(OTHER);
+        Dims {
+            source: other,
+            referrer: if d.referrer == NONE { NONE } else { other },
+            ..d
+        }
+    }
+
     /// Adds `other` into this cube `weight` times (1 to add a batch or a link, -1 to take a link out).
     ///
     /// Visitors: an added key whose sketch both sides hold is re-estimated from the union; where this side no
@@ -95,17 +114,27 @@ impl Cube {
             source: remap(&ids, d.source),
             referrer: remap(&ids, d.referrer),
         };
+        // Where each of the other's combinations (and the keys projected from it) is counted here.
+        let mut placed: HashMap<Dims, Dims> = HashMap::with_capacity(other.combos.len());
+        let mut keys: HashMap<Key, Key> = HashMap::new();
         for (&dims, &n) in &other.combos {
-            add(&mut self.combos, map(dims), n * weight);
+            let here = self.admit(map(dims));
+            placed.insert(dims, here);
+            for mask in MASKS {
+                keys.entry((mask, dims.masked(mask)))
+                    .or_insert((mask, here.masked(mask)));
+            }
+            add(&mut self.combos, here, n * weight);
         }
         for (&(hour, dims), &n) in &other.hours {
-            add(&mut self.hours, (hour, map(dims)), n * weight);
+            let here = placed.get(&dims).copied().unwrap_or_else(|| map(dims));
+            add(&mut self.hours, (hour, here), n * weight);
         }
         for (link, &n) in &other.links {
             add(&mut self.links, link.clone(), n * weight);
         }
         for (&(mask, dims), &theirs) in &other.uniques {
-            let key = (mask, map(dims));
+            let key = keys.get(&(mask, dims)).copied().unwrap_or_else(|| (mask, map(dims)));
             if weight < 0 {
                 self.sketches.remove(&key);
                 let left = self.uniques.get(&key).copied().unwrap_or(0.0) - theirs;

@@ -166,3 +166,33 @@ fn damaged_columns_are_errors() {
     assert!(Cube::decode(&blobs.cube, Some(&uniques[..uniques.len() - 1]), None, None, None).is_err());
     assert!(Cube::decode(&[9], None, None, None, None).is_err());
 }
+
+#[test]
+fn sprayed_sources_fold_into_other_past_the_cap() {
+    let mut clicks = Vec::new();
+    let sources: Vec<String> = (0..MAX_COMBOS + 500)
+        .map(|i| format!("https://spam{i}.example/"))
+        .collect();
+    for (i, referrer) in sources.iter().enumerate() {
+        clicks.push((
+            "lnk_a",
+            10.0 + i as f64 * 0.001,
+            CHROME,
+            Some(referrer.as_str()),
+            "1.1.1.1",
+        ));
+    }
+    let cubes = batch_cubes(&batch(&clicks), &owners());
+    let day = &cubes[&(1, ALL.to_owned(), DAY, 0)];
+    assert_eq!(day.combos.len(), MAX_COMBOS + 1);
+    assert_eq!(day.total(), (MAX_COMBOS + 500) as i64);
+    let mut stored = Cube::default();
+    stored.merge(day, 1);
+    stored.merge(day, 1);
+    // Which combinations a merge meets first decides which ones fold: never more than the cap and one.
+    assert!(stored.combos.len() <= MAX_COMBOS + 1);
+    let answer = ask(&[row(&stored, 1, 0)], &Filters::default());
+    assert_eq!(answer.total, 2 * (MAX_COMBOS + 500) as i64);
+    assert!(answer.breakdowns[3][OTHER] >= 1000);
+    assert_eq!(answer.visitors, 1.0);
+}

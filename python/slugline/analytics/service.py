@@ -58,16 +58,16 @@ def analytics_on_thread(
     rt: Runtime, caller: Caller, data: dict[str, Any], link_id: str | None = None
 ) -> dict[str, Any]:
     """The account's figures, or with `link_id` one link's (its page in the dashboard): 404 for a hidden link."""
-    params = parse(AnalyticsParams, without_nulls(data))
-    first, last = params.period()
-    filters = params.filters()
     with rt.db.session() as session:
         if session.get_bind().dialect.name == "postgresql":  # cubes and pending moves read as of one moment
             session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-        if link_id is not None:
+        if link_id is not None:  # an unknown or hidden link is 404 before its query is looked at, as elsewhere
             link = find_link(session, caller, link_id)
             view = cubes.View(caller.account_id, link.id)
-        else:
+        params = parse(AnalyticsParams, without_nulls(data))
+        first, last = params.period()
+        filters = params.filters()
+        if link_id is None:
             view = cubes.account_view(session, caller)
         rows = cubes.day_rows(session, view, first, last, hours=params.interval == "hour")
         answer = _core.analyse(rows, filters, params.interval == "hour")

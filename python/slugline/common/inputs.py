@@ -333,10 +333,11 @@ FILTERS = ("source", "device", "browser", "os", "referrer")
 class PeriodParams(ClickFilters):
     """A period of whole UTC days: the last `days` days, or `from`-`to` (both included), at most a year."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     days: int | None = Field(
-        default=None, ge=1, le=MAX_DAYS, description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC)"
+        default=None,
+        ge=1,
+        le=MAX_DAYS,
+        description=f"How many days back to count, 1-{MAX_DAYS}, ending today (UTC); {DEFAULT_DAYS} without from",
     )
     from_: date | None = Field(
         default=None, alias="from", description="First day counted (ISO date, UTC); instead of `days`"
