@@ -11,6 +11,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 # Rust's `char::is_whitespace` (Unicode White_Space); `str.isspace` also accepts U+001C..U+001F.
 WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(map(chr, range(0x2000, 0x200B)))
@@ -336,3 +337,36 @@ def rollup(clicks: Iterable[tuple[str, float, str, str]]) -> list[tuple[str, int
     """(link_id, timestamp, device, source) clicks -> sorted (link_id, day, device, source, clicks)."""
     counts = Counter((link, math.floor(ts / 86400), device, source) for link, ts, device, source in clicks)
     return sorted((link, day, device, source, n) for (link, day, device, source), n in counts.items())
+
+
+StoredClick = tuple[str, float, str, str, str, str, str | None, str]  # link, time, device, browser, os, source, ...
+DIMENSIONS = ("device", "browser", "os", "source", "referrer")
+
+
+def analyse(clicks: Iterable[StoredClick], filters: dict[str, str]) -> dict[str, Any]:
+    """What `_core.analyse` answers over the cubes of `clicks`: bots left out, every filter (lowercased) holding;
+    visitors are the distinct (day, visitor hash) pairs, which the cubes count exactly while a day has at most
+    1,024 of them in a key."""
+    kept = [
+        c
+        for c in clicks
+        if c[2] != "bot"
+        and all(
+            (value := dict(zip(DIMENSIONS, c[2:7], strict=True))[name]) is not None and value.lower() == wanted
+            for name, wanted in filters.items()
+        )
+    ]
+    breakdowns = {name: Counter[str]() for name in DIMENSIONS}
+    for c in kept:
+        for name, value in zip(DIMENSIONS, c[2:7], strict=True):
+            if value is not None:
+                breakdowns[name][value] += 1
+    return {
+        "total": len(kept),
+        "visitors": float(len({(math.floor(c[1] / 86400), c[7]) for c in kept})),
+        "days": dict(Counter(math.floor(c[1] / 86400) for c in kept)),
+        "hours": dict(Counter(math.floor(c[1] / 3600) for c in kept)),
+        "breakdowns": {
+            name: sorted(counts.items(), key=lambda item: (-item[1], item[0])) for name, counts in breakdowns.items()
+        },
+    }
