@@ -91,47 +91,55 @@ def day_rows(session: Session, view: View, first: date, last: date, hours: bool)
     return rows
 
 
-def _covering(first: date, last: date) -> tuple[list[int], list[int]]:
-    """Whole months inside the period, and the epoch days of the period outside them."""
-    months = [
-        m
-        for m in range(month_index(first), month_index(last) + 1)
-        if month_start(m) >= first and month_start(m + 1) - timedelta(days=1) <= last
-    ]
-    covered = {(m // 12, m % 12) for m in months}
-    days = []
-    day = first
-    while day <= last:
-        if (day.year - 1970, day.month - 1) not in covered:
-            days.append(epoch_day(day))
-        day += timedelta(days=1)
+def _covering(first: date, last: date) -> tuple[dict[int, int], dict[int, int]]:
+    """The month and day cubes (with their weights) that add up to the period: whole months, and for a month the
+    period only partly covers, its days inside the period, or the month less its days outside it, whichever reads
+    fewer rows (so at most 15 day cubes each side)."""
+    months: dict[int, int] = {}
+    days: dict[int, int] = {}
+    for m in range(month_index(first), month_index(last) + 1):
+        start, end = month_start(m), month_start(m + 1) - timedelta(days=1)
+        inside = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+        outside = [d for d in inside if not first <= d <= last]
+        inside = [d for d in inside if first <= d <= last]
+        if len(outside) + 1 < len(inside):
+            months[m] = 1
+            days.update((epoch_day(d), -1) for d in outside)
+        else:
+            days.update((epoch_day(d), 1) for d in inside)
     return months, days
+
+
+def _in_cover(months: dict[int, int], days: dict[int, int]) -> Any:
+    return ((ClickCube.level == MONTH) & ClickCube.bucket.in_(months)) | (
+        (ClickCube.level == DAY) & ClickCube.bucket.in_(days)
+    )
+
+
+def _weight(level: int, bucket: int, months: dict[int, int], days: dict[int, int]) -> int:
+    return months[bucket] if level == MONTH else days[bucket]
 
 
 def link_count_rows(session: Session, view: View, first: date, last: date) -> list[tuple[int, bytes]]:
     """Per-link click counts of the view over the period: (weight, links column) rows."""
     months, days = _covering(first, last)
-    stmt = select(ClickCube.links).where(
+    stmt = select(ClickCube.level, ClickCube.bucket, ClickCube.links).where(
         ClickCube.account_id == view.account_id,
         ClickCube.scope == view.scope,
         ClickCube.links.is_not(None),
-        ((ClickCube.level == MONTH) & ClickCube.bucket.in_(months))
-        | ((ClickCube.level == DAY) & ClickCube.bucket.in_(days)),
+        _in_cover(months, days),
     )
-    return [(1, links) for links in session.scalars(stmt) if links is not None]
+    return [(_weight(lv, b, months, days), links) for lv, b, links in session.execute(stmt) if links is not None]
 
 
 def link_rows(session: Session, account_id: int, links: list[str], first: date, last: date) -> dict[str, list[Any]]:
-    """Each link's own month and edge-day cubes over the period, as day rows for `_core.analyse` (whose per-day
+    """Each link's own cubes adding up to the period (`_covering`), as day rows for `_core.analyse` (whose per-day
     series then means nothing: only totals are read from them)."""
     months, days = _covering(first, last)
-    stmt = select(ClickCube.scope, ClickCube.cube).where(
-        ClickCube.account_id == account_id,
-        ClickCube.scope.in_(links),
-        ((ClickCube.level == MONTH) & ClickCube.bucket.in_(months))
-        | ((ClickCube.level == DAY) & ClickCube.bucket.in_(days)),
+    stmt = select(ClickCube.scope, ClickCube.level, ClickCube.bucket, ClickCube.cube).where(
+        ClickCube.account_id == account_id, ClickCube.scope.in_(links), _in_cover(months, days)
     )
     out: dict[str, list[Any]] = {link: [] for link in links}
-    for scope, cube in session.execute(stmt):
-        out[scope].append((1, 0, cube, None, None))
+    for scope, level, bucket, cube in session.execute(stmt):
+        out[scope].append((_weight(level, bucket, months, days), 0, cube, None, None))
     return out
