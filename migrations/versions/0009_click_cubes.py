@@ -99,8 +99,9 @@ def _postgres_triggers() -> None:
 
 
 def _build_cubes() -> None:
-    """Every click of the log, bots left out, merged into the cubes chunk by chunk (in the order of the log's
-    index, so each chunk touches few links' cubes)."""
+    """Every click of the log, bots left out, into its link's cubes, chunk by chunk in the order of the log's index
+    (each link's clicks side by side); then each account view's cubes made from its links' cubes, a bucket at a
+    time through an index that lives only as long as that."""
     from slugline import _core
     from slugline.clicks import cubes
 
@@ -116,15 +117,32 @@ def _build_cubes() -> None:
         "SELECT link_id, clicked_at, device, browser, os, source, referrer, visitor, id FROM clicks "
         "WHERE (link_id, clicked_at, id) > (:link, :at, :id) ORDER BY link_id, clicked_at, id LIMIT :n"
     )
-    while True:
-        rows = conn.execute(page, {"link": after[0], "at": after[1], "id": after[2], "n": CHUNK}).all()
-        if not rows:
-            return
+    while rows := conn.execute(page, {"link": after[0], "at": after[1], "id": after[2], "n": CHUNK}).all():
         clicks = [(r[0], _unix(r[1]), r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows]
-        batch = _core.BatchCubes.from_clicks(clicks, owners)
+        batch = _core.BatchCubes.from_clicks(clicks, owners, views=False)
         cubes.write(conn, batch.merged(cubes.read(conn, batch.keys())))
-        last = rows[-1]
-        after = (last[0], last[1], last[8])
+        after = (rows[-1][0], rows[-1][1], rows[-1][8])
+    op.create_index("ix_click_cubes_building", "click_cubes", ["account_id", "level", "bucket"])
+    buckets = conn.execute(sa.text("SELECT DISTINCT account_id, level, bucket FROM click_cubes")).all()
+    parts = sa.text(
+        "SELECT c.scope, c.cube, c.uniques, c.hours, c.sketches, l.visibility FROM click_cubes AS c "
+        "JOIN links AS l ON l.id = c.scope WHERE c.account_id = :a AND c.level = :lv AND c.bucket = :b"
+    )
+    for account, level, bucket in buckets:
+        found = conn.execute(parts, {"a": account, "lv": level, "b": bucket}).all()
+        for scope, public_only in ((cubes.ALL, False), (cubes.PUBLIC, True)):
+            chosen = [
+                (str(p[0]), (bytes(p[1]), _bytes(p[2]), _bytes(p[3]), _bytes(p[4])))
+                for p in found
+                if not public_only or p[5] in ("public", "unlisted")
+            ]
+            if chosen:
+                cubes.write(conn, [_core.compose((int(account), scope, int(level), int(bucket)), chosen)])
+    op.drop_index("ix_click_cubes_building", table_name="click_cubes")
+
+
+def _bytes(value: object) -> bytes | None:
+    return None if value is None else bytes(value)  # type: ignore[call-overload]
 
 
 def _unix(at: object) -> float:

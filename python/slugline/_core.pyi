@@ -315,10 +315,12 @@ class BatchCubes:
 
     @staticmethod
     def from_clicks(
-        clicks: list[tuple[str, float, str, str, str, str, str | None, str]], owners: dict[str, tuple[int, bool]]
+        clicks: list[tuple[str, float, str, str, str, str, str | None, str]],
+        owners: dict[str, tuple[int, bool]],
+        views: bool = True,
     ) -> BatchCubes:
         """The cubes of clicks read back from the click log: (link id, unix time, device, browser, os, source,
-        referrer host or None, visitor hash)."""
+        referrer host or None, visitor hash); without ``views``, only the links' own cubes."""
 
     def keys(self) -> list[CubeKey]:
         """The rows this batch touches, sorted."""
@@ -341,6 +343,12 @@ def move_link(
 def recount(stored: StoredCube, parts: list[tuple[bytes, bytes | None, bytes | None, bytes | None]]) -> NewCube:
     """``stored`` (an account view's day row) made again from its links' day cubes ``parts`` ``(cube, uniques,
     hours, sketches)``, its per-link counts kept: exact visitors after a link left the view."""
+
+def compose(
+    key: CubeKey, parts: list[tuple[str, tuple[bytes, bytes | None, bytes | None, bytes | None]]]
+) -> NewCube:
+    """The row ``key`` of an account view made from its links' cubes ``(link id, (cube, uniques, hours,
+    sketches))``, counting clicks per link."""
 
 def analyse(
     rows: list[tuple[int, int, bytes, bytes | None, bytes | None]], filters: dict[str, str], hours: bool

@@ -100,13 +100,14 @@ pub type StoredClick<'a, 'b> = (
 /// The cubes a batch's clicks make, bots and links without an owner left out: each link's day and month,
 /// and the same for its account's views, which also count clicks per link.
 pub fn batch_cubes(batch: &ClickBatch, owners: &HashMap<String, Owner>) -> HashMap<CubeKey, Cube> {
-    click_cubes(batch.rows(), owners)
+    click_cubes(batch.rows(), owners, true)
 }
 
-/// `batch_cubes` of clicks read back from the click log.
+/// `batch_cubes` of clicks read back from the click log; without `views`, only the links' own cubes.
 pub fn click_cubes<'a, 'b>(
     clicks: impl Iterator<Item = StoredClick<'a, 'b>>,
     owners: &HashMap<String, Owner>,
+    views: bool,
 ) -> HashMap<CubeKey, Cube> {
     let mut cubes: HashMap<CubeKey, Cube> = HashMap::new();
     for (link, timestamp, device, browser, os, source, referrer, visitor) in clicks {
@@ -129,7 +130,7 @@ pub fn click_cubes<'a, 'b>(
         let visitor = visitor_bits(visitor);
         let scopes = [(link, false), (ALL, true), (PUBLIC, owner.public)];
         for (scope, per_link) in scopes {
-            if scope == PUBLIC && !per_link {
+            if (scope == PUBLIC && !per_link) || (per_link && !views) {
                 continue;
             }
             let counted = per_link.then_some(link);
@@ -149,6 +150,18 @@ pub fn click_cubes<'a, 'b>(
         cube.uniques.extend(estimates);
     }
     cubes
+}
+
+/// A view's cube made from the cubes of its links (`(link id, cube)`), counting clicks per link.
+pub fn compose(parts: &[(String, Cube)], per_link: bool) -> Cube {
+    let mut view = Cube::default();
+    for (link, cube) in parts {
+        view.merge(cube, 1);
+        if per_link && cube.total() > 0 {
+            view.links.insert(link.clone(), cube.total());
+        }
+    }
+    view
 }
 
 /// Adds (`weight` 1) or takes out (-1) one link's cube into an account view's cube of the same bucket.

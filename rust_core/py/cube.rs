@@ -4,7 +4,7 @@
 use super::queue::PyEncoded;
 use super::{core_error, detached, guard};
 use crate::codec::CodecError;
-use crate::cube::delta::{apply_link, batch_cubes, click_cubes, CubeKey, Owner};
+use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner};
 use crate::cube::query::{analyse as analyse_rows, top_links as top, Filters, Row, DIMENSIONS};
 use crate::cube::{Blobs, Cube};
 use pyo3::prelude::*;
@@ -101,13 +101,19 @@ impl PyBatchCubes {
     /// The cubes of clicks read back from the click log: (link id, unix time, device, browser, os, source,
     /// referrer host or None, visitor hash).
     #[staticmethod]
-    fn from_clicks(py: Python<'_>, clicks: Vec<ClickRow>, owners: HashMap<String, (i64, bool)>) -> PyResult<Self> {
+    #[pyo3(signature = (clicks, owners, views = true))]
+    fn from_clicks(
+        py: Python<'_>,
+        clicks: Vec<ClickRow>,
+        owners: HashMap<String, (i64, bool)>,
+        views: bool,
+    ) -> PyResult<Self> {
         let owners = owners_of(owners);
         let cubes = detached(py, || {
             let rows = clicks
                 .iter()
                 .map(|(l, t, d, b, o, s, r, v)| (&**l, *t, &**d, &**b, &**o, &**s, r.as_deref(), &**v));
-            Ok::<_, CodecError>(click_cubes(rows, &owners))
+            Ok::<_, CodecError>(click_cubes(rows, &owners, views))
         })?;
         Ok(PyBatchCubes { cubes })
     }
@@ -206,6 +212,26 @@ pub fn recount<'py>(py: Python<'py>, stored: StoredRow, parts: Vec<PartRow>) -> 
             .collect::<Result<Vec<_>, _>>()?;
         cube.rebuild(&parts);
         Ok((!cube.is_empty()).then(|| cube.encode()))
+    })?;
+    Ok(to_python(py, key, blobs))
+}
+
+/// The row `key` of an account view made from its links' cubes `parts` `(link id, cube, uniques, hours,
+/// sketches)`, counting clicks per link.
+#[pyfunction]
+pub fn compose<'py>(py: Python<'py>, key: CubeKey, parts: Vec<(String, PartRow)>) -> PyResult<NewRow<'py>> {
+    let blobs = detached(py, || -> Result<Option<Blobs>, CodecError> {
+        let parts = parts
+            .iter()
+            .map(|(link, (c, u, h, s))| {
+                Ok((
+                    link.clone(),
+                    Cube::decode(c, u.as_deref(), h.as_deref(), None, s.as_deref())?,
+                ))
+            })
+            .collect::<Result<Vec<_>, CodecError>>()?;
+        let view = compose_view(&parts, true);
+        Ok((!view.is_empty()).then(|| view.encode()))
     })?;
     Ok(to_python(py, key, blobs))
 }

@@ -274,7 +274,7 @@ mod _core {
     #[pymodule_export]
     use super::click_batch::PyClickBatch;
     #[pymodule_export]
-    use super::cube::{analyse, move_link, recount, top_links, PyBatchCubes};
+    use super::cube::{analyse, compose, move_link, recount, top_links, PyBatchCubes};
     #[pymodule_export]
     use super::queue::{PyClickQueue, PyClicks, PyEncoded, PyValueChunks};
     #[pymodule_export]
