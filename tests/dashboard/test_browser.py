@@ -4,9 +4,7 @@ as a person does it, finding every element by its label or role."""
 from __future__ import annotations
 
 import re
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import date, timedelta
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -14,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.dashboard.browser import DESKTOP, PHONE, chromium, require_browser
+from tests.dashboard.browser import DESKTOP, PHONE, chromium, create_link, require_browser, sign_up, until
 from tests.dashboard.pages import PASSWORD
 from tests.support.server import Server, set_plan
 
@@ -53,39 +51,6 @@ def page(browser: Browser) -> Iterator[Page]:
         yield context.new_page()
     finally:
         context.close()
-
-
-def until(check: Callable[[], Any], what: str, deadline: float = 20.0) -> Any:
-    end = time.monotonic() + deadline
-    while not (found := check()):
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    return found
-
-
-def sign_up(page: Page, server: Server) -> str:
-    name = f"b{uuid.uuid4().hex[:10]}"
-    page.goto(f"{server.url}/")
-    assert page.url.endswith("/app/login")
-    page.get_by_role("link", name="Create an account").click()
-    page.get_by_label("Username").fill(name)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Create account").click()
-    page.wait_for_url(f"{server.url}/app/")
-    return name
-
-
-def create_link(page: Page, server: Server, **fields: str) -> str:
-    """Fill the form (labels as keys, e.g. Destination URL); returns the new link's id from its page's URL."""
-    page.goto(f"{server.url}/app/links/new")
-    for label, value in fields.items():
-        if label == "Visibility":
-            page.get_by_label("Visibility").select_option(label=value)
-        else:
-            page.get_by_label(label, exact=True).fill(value)
-    page.get_by_role("button", name="Create link").click()
-    page.wait_for_url(re.compile(r".*/app/links/lnk_\w+$"))
-    return page.url.rsplit("/", 1)[1]
 
 
 def test_newcomer_gets_from_nothing_to_a_key_and_a_link_with_a_chart(page: Page, server: Server) -> None:

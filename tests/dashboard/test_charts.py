@@ -1,9 +1,10 @@
-"""The clicks chart's day labels: evenly spaced, each under its own bar, today always named."""
+"""The clicks chart's labels: evenly spaced, each under its own bar, today always named; an hourly series named at
+the same hours every day (midnight by its date); weeks and months by their first day."""
 
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from itertools import pairwise
 
 import pytest
@@ -37,3 +38,47 @@ def test_a_month_has_one_cell_per_bar_and_a_label_every_five_days() -> None:
     assert len(labels) == 30  # one cell per bar: a label sits under the bar of its day
     assert [i for i, text in enumerate(labels) if text] == [4, 9, 14, 19, 24, 29]
     assert labels[-1] == "Nov 26"
+
+
+def hours(days: int, start: datetime = datetime(2026, 11, 24)) -> list[dict[str, object]]:
+    return [
+        {"date": (start + timedelta(hours=h)).strftime("%Y-%m-%dT%H:00:00Z"), "clicks": h % 2} for h in range(24 * days)
+    ]
+
+
+def axis(chart: str) -> list[str]:
+    return re.findall(r"<span>([^<]*)</span>", chart.split('class="chart-x"', 1)[1])
+
+
+def test_a_days_hours_are_named_every_four_hours_from_its_date() -> None:
+    chart = str(clicks_chart(hours(1), "Clicks per hour", "hour", ("2026-11-24", "2026-11-24")))
+    assert chart.count('<rect class="bar"') == 24
+    assert [text for text in axis(chart) if text] == ["Nov 24", "04:00", "08:00", "12:00", "16:00", "20:00"]
+    assert "<title>2026-11-24 13:00 UTC: 1 click</title>" in chart
+    assert 'aria-label="Clicks per hour: 12 clicks from 2026-11-24 to 2026-11-24"' in chart
+
+
+@pytest.mark.parametrize(
+    ("days", "named"),
+    [
+        (2, ["Nov 24", "08:00", "16:00", "Nov 25", "08:00", "16:00"]),
+        (3, ["Nov 24", "12:00", "Nov 25", "12:00", "Nov 26", "12:00"]),
+        (7, ["Nov 24", "Nov 25", "Nov 26", "Nov 27", "Nov 28", "Nov 29", "Nov 30"]),
+    ],
+)
+def test_longer_hourly_series_are_named_at_the_same_hours_each_day(days: int, named: list[str]) -> None:
+    labels = axis(str(clicks_chart(hours(days), "Clicks per hour", "hour")))
+    assert len(labels) == 24 * days
+    assert [text for text in labels if text] == named
+    assert all(labels[i] for i in range(0, 24 * days, 24))  # every midnight is named, by its date
+
+
+def test_weeks_and_months_are_named_by_their_first_day() -> None:
+    weeks = [{"date": (date(2026, 1, 5) + timedelta(weeks=w)).isoformat(), "clicks": 1} for w in range(53)]
+    chart = str(clicks_chart(weeks, "Clicks per week", "week"))
+    assert "<title>week of 2026-01-05: 1 click</title>" in chart
+    assert 0 < len([t for t in axis(chart) if t]) <= AXIS_LABELS and axis(chart)[-1] == "Jan 4"
+    months = [{"date": date(2025 + (10 + m) // 12, (10 + m) % 12 + 1, 1).isoformat(), "clicks": 0} for m in range(4)]
+    chart = str(clicks_chart(months, "Clicks per month", "month"))
+    assert axis(chart) == ["Nov", "Dec", "Jan 2026", "Feb"]
+    assert "<title>January 2026: 0 clicks</title>" in chart

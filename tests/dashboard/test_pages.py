@@ -130,5 +130,6 @@ def test_a_links_page_counts_that_links_clicks_only(owner: TestClient) -> None:
         assert time.monotonic() < end, "the five clicks never landed"
         time.sleep(0.05)
     page = owner.get(f"/app/links/{one}").text
-    assert 'aria-label="Clicks per day of /one: 2 clicks from' in page
-    assert page.count("<td>desktop</td>") == 3  # devices, and the two latest clicks
+    assert 'aria-label="Clicks per day of /one, last 30 days: 2 clicks from' in page
+    assert page.count("<td>desktop</td>") == 2  # the two latest clicks; in devices it is a link that filters
+    assert page.count('title="Show only clicks with device desktop">desktop</a>') == 1

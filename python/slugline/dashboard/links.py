@@ -1,5 +1,6 @@
-"""The links table, a link's page (fields, QR code, clicks chart, devices, sources, latest clicks) and its QR images:
-`links.service`, `analytics.service` and `links.qr`, as `GET /links`, `/analytics` and `/qr` use them."""
+"""The links table, a link's page (fields, QR code, its figures as on the analytics page, latest clicks) and its QR
+images: `links.service`, `analytics.service` and `links.qr`, as `GET /links`, `/links/{id}/analytics` and `/qr` use
+them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from starlette.responses import Response
 from slugline.analytics import service as analytics
 from slugline.common.errors import RateLimited, ServiceError
 from slugline.common.inputs import ListParams
-from slugline.dashboard.charts import clicks_chart
+from slugline.dashboard.figures import Figures, get_figures
 from slugline.dashboard.pages import render
 from slugline.dashboard.session import PageError, visitor
 from slugline.links import qr
@@ -62,18 +63,18 @@ async def link_or_404(who: Any, link_id: str) -> dict[str, Any]:
 async def link_page(request: Request, link_id: str) -> Response:
     who = await visitor(request)
     link = await link_or_404(who, link_id)
-    caller = who.owner()
-    days = request.query_params.get("days") or "30"
+    fig = Figures.read(request.query_params)
+    stats, error = await get_figures(who, fig, link_id)
     try:
-        stats = await analytics.get_analytics(who.rt, caller, {"days": days}, link_id)
-        latest = await analytics.list_clicks(who.rt, caller, link_id, {"per": LATEST_CLICKS})
+        latest = await analytics.list_clicks(who.rt, who.owner(), link_id, {"per": LATEST_CLICKS})
     except ServiceError as exc:
         raise PageError.of(exc) from None
-    chart = clicks_chart(stats["clicks"], f"Clicks per day of /{link['slug']}")
     notice = None
     if failed := request.query_params.get("meta_error"):  # set by the create form when auto_meta could not fetch
         notice = f"The link is made, but its title and description could not be fetched: {failed[:200]}"
-    return render(request, who, "link.html", link=link, stats=stats, latest=latest["data"], chart=chart, notice=notice)
+    chart = fig.chart(stats, f" of /{link['slug']}") if stats else None
+    context = {"link": link, "stats": stats, "fig": fig, "error": error, "chart": chart, "notice": notice}
+    return render(request, who, "link.html", 422 if error else 200, latest=latest["data"], **context)
 
 
 @router.get("/app/links/{link_id}/qr.{fmt}")

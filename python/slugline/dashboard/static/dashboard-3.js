@@ -1,4 +1,5 @@
-// Slugline dashboard: copy buttons. Everything else works without script; these buttons stay hidden without it.
+// Slugline dashboard: copy buttons, and the period controls kept consistent. Everything works without script; the
+// copy buttons stay hidden without it.
 "use strict";
 document.querySelectorAll("button[data-copy]").forEach(function (button) {
   button.hidden = false;
@@ -19,5 +20,18 @@ document.querySelectorAll("button[data-copy]").forEach(function (button) {
     } else {
       done("Select and copy");
     }
+  });
+});
+// Dates, when filled, win over the period (see dashboard/figures.py): picking a period clears them, and a date
+// filled picks "Custom range", so the form shows what it will send.
+document.querySelectorAll("form[data-period]").forEach(function (form) {
+  var days = form.elements.namedItem("days");
+  var dates = [form.elements.namedItem("from"), form.elements.namedItem("to")];
+  if (!days) return;
+  days.addEventListener("change", function () {
+    if (days.value) dates.forEach(function (input) { if (input) input.value = ""; });
+  });
+  dates.forEach(function (input) {
+    if (input) input.addEventListener("input", function () { if (input.value) days.value = ""; });
   });
 });
