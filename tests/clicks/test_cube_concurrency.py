@@ -72,8 +72,8 @@ def test_writers_and_link_changes_leave_the_cubes_exact(
             ).one()
             for public_only in (False, True)
         }
-    for made in (False, True):  # the link changes' cube moves pending (allowed for when read), then made
-        if made:
+    for moved in (False, True):  # the link changes' cube moves pending (allowed for when read), then made
+        if moved:
             asyncio.run(ClickRecorder(runtime).flush())
             with runtime.db.engine.connect() as conn:
                 assert conn.execute(text("SELECT count(*) FROM cube_moves")).scalar_one() == 0
