@@ -144,6 +144,28 @@ async def _write_export(
                 out.write(chunk)
 
 
+def cmd_clicks_prune(_: argparse.Namespace) -> int:
+    from sqlalchemy.exc import OperationalError
+
+    from slugline.clicks import retention
+    from slugline.storage.db import Database
+
+    days = get_settings().click_log_days
+    db = Database(get_settings())  # no secret needed to delete old rows
+    try:
+        deleted = sum(retention.prune(db, days))
+    except OperationalError as exc:  # the database away, or the click log locked past the wait (PostgreSQL)
+        print(f"error: {str(exc.orig).splitlines()[0]}", file=sys.stderr)
+        return 1
+    finally:
+        db.dispose()
+    if days is None:
+        print("SLUGLINE_CLICK_LOG_DAYS is not set: every click is kept")
+    else:
+        print(f"deleted {deleted} clicks older than {days} days from the click log")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="slugline", description="Self-hostable link management.")
     top.add_argument("--version", action="version", version=f"slugline {__version__}")
@@ -180,6 +202,8 @@ def parser() -> argparse.ArgumentParser:
         export.add_argument(f"--{name}", metavar=name.upper(), help=f"only clicks with this {name}: {example}")
     export.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
     export.set_defaults(func=cmd_clicks_export)
+    prune = clicks.add_parser("prune", help="delete clicks older than SLUGLINE_CLICK_LOG_DAYS now (servers do it too)")
+    prune.set_defaults(func=cmd_clicks_prune)
     return top
 
 

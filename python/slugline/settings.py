@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     # Clicks that start a write before `click_flush_seconds` is up.
     click_flush_max: int = Field(default=CLICK_FLUSH_MAX, ge=1, le=CLICK_FLUSH_MAX)
+    # Days the raw click log keeps a click (a link's click list, exports); older clicks are deleted a few minutes
+    # at a time, and analytics keep counting them (they read roll-ups). On PostgreSQL a month's clicks go together,
+    # once the last of them is that old. Unset: every click is kept.
+    click_log_days: int | None = Field(default=None, ge=1)
     # PostgreSQL connections each worker keeps open.
     db_pool_size: int = Field(default=20, ge=MIN_DB_THREADS)
     # PostgreSQL connections a worker may open beyond the pool at a peak.

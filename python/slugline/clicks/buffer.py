@@ -20,7 +20,8 @@ it answers are dropped (and counted in the log), so one bad row cannot hold back
 database is unreachable nothing is dropped. Shutdown (the lifespan ending, e.g. on SIGTERM) flushes whatever is
 left, trying again for up to `SHUTDOWN_SECONDS` if a write fails. The client IP is the ASGI `client` address (behind
 proxies listed in `SLUGLINE_TRUSTED_PROXIES`, the app puts the forwarded address there); it only feeds the visitor
-hash and is never stored.
+hash and is never stored. Between flushes the flusher also keeps the click log: old clicks deleted, partitions made
+ahead (`slugline.clicks.retention`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from slugline import _core
+from slugline.clicks.retention import Upkeep
 from slugline.clicks.store import MAX_TEXT, SaltBook, make_pending_moves, reachable, write_batch
 from slugline.common.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.runtime import Runtime
@@ -65,6 +67,7 @@ class ClickRecorder:
         self._salts = SaltBook()
         self._closing = False
         self._failures = 0  # consecutive failed writes of the batch at the head of the queue
+        self._upkeep = Upkeep(rt.db, rt.settings.click_log_days)
 
     def record(self, click: RawClick) -> None:
         """Keep one click given as a tuple (the redirect calls `queue.record` itself, then `notice`)."""
@@ -109,6 +112,7 @@ class ClickRecorder:
             self._wake.clear()
             due = loop.time() + self._every
             await self.flush()
+            await self._upkeep.step()
 
     async def flush(self) -> int:
         """Write the clicks waiting when it is called, in batches of at most `click_flush_max`; the number written.
