@@ -12,6 +12,8 @@ use crate::useragent::Device;
 use std::collections::HashMap;
 
 const VERSION: u8 = 1;
+/// Visitor counts are kept in sixteenths: estimates past the exact range have fractions, which only matter summed.
+pub const VISITOR_SCALE: f64 = 16.0;
 /// Bound on any count read back: a cube never holds more entries than this.
 pub const MAX_ENTRIES: usize = 1 << 24;
 
@@ -76,9 +78,11 @@ impl Cube {
                 position.entry((mask, old.masked(mask))).or_insert(i);
             }
         }
+        let (own, rest) = self.encode_uniques(&position);
+        out.bytes(&own);
         Blobs {
             cube: out.finish(),
-            uniques: self.encode_uniques(&position),
+            uniques: rest,
             hours: self.encode_hours(&position),
             links: self.encode_links(),
             sketches: self.encode_sketches(&position),
@@ -90,10 +94,10 @@ impl Cube {
         (d.device, name(d.browser), name(d.os), name(d.source), name(d.referrer))
     }
 
-    fn encode_uniques(&self, position: &HashMap<Key, usize>) -> Option<Vec<u8>> {
-        if self.uniques.is_empty() {
-            return None;
-        }
+    /// The visitors of mask 0 (device, browser, os: what most questions read), kept in the `cube` column, and
+    /// the other masks' for the `uniques` column.
+    fn encode_uniques(&self, position: &HashMap<Key, usize>) -> (Vec<u8>, Option<Vec<u8>>) {
+        let mut own = Vec::new();
         let mut out = Writer::default();
         for mask in MASKS {
             let mut entries: Vec<(usize, f64)> = self
@@ -107,13 +111,18 @@ impl Cube {
             section.uint(entries.len() as u64);
             for (i, v) in entries {
                 section.uint(i as u64);
-                section.float(v);
+                section.uint((v * VISITOR_SCALE).round().max(0.0) as u64);
             }
             let section = section.finish();
-            out.uint(section.len() as u64);
-            out.bytes(&section);
+            if mask == 0 {
+                own = section;
+            } else {
+                out.uint(section.len() as u64);
+                out.bytes(&section);
+            }
         }
-        Some(out.finish())
+        let rest = self.uniques.keys().any(|k| k.0 != 0).then(|| out.finish());
+        (own, rest)
     }
 
     fn encode_hours(&self, position: &HashMap<Key, usize>) -> Option<Vec<u8>> {
@@ -180,7 +189,7 @@ impl Cube {
         sketches: Option<&[u8]>,
     ) -> Result<Cube, CodecError> {
         let mut out = Cube::default();
-        let (strings, combos) = decode_cube(cube)?;
+        let (strings, combos, own) = decode_cube(cube)?;
         for s in &strings {
             out.strings.intern(s);
         }
@@ -190,15 +199,15 @@ impl Cube {
         for &(d, n) in &combos {
             out.combos.insert(d, n);
         }
-        let at = |i: u64| combos.get(i as usize).map(|c| c.0).ok_or(CodecError::Invalid);
+        let at = |i: usize| combos.get(i).map(|c| c.0).ok_or(CodecError::Invalid);
+        for (i, v) in own {
+            out.uniques.insert((0, at(i)?.masked(0)), v);
+        }
         if let Some(bytes) = uniques {
             let mut r = Reader::new(bytes);
-            for mask in MASKS {
-                let section = r.len(usize::MAX)?;
-                let mut s = Reader::new(r.take(section)?);
-                for _ in 0..s.len(MAX_ENTRIES)? {
-                    let d = at(s.uint()?)?;
-                    out.uniques.insert((mask, d.masked(mask)), s.float()?);
+            for mask in 1..4 {
+                for (i, v) in section(&mut r)? {
+                    out.uniques.insert((mask, at(i)?.masked(mask)), v);
                 }
             }
         }
@@ -209,7 +218,7 @@ impl Cube {
                 if hour > 23 {
                     return Err(CodecError::Invalid);
                 }
-                let d = at(r.uint()?)?;
+                let d = at(index(r.uint()?)?)?;
                 out.hours.insert((hour, d), r.int()?);
             }
         }
@@ -227,7 +236,7 @@ impl Cube {
                 if mask > 3 {
                     return Err(CodecError::Invalid);
                 }
-                let d = at(r.uint()?)?;
+                let d = at(index(r.uint()?)?)?;
                 out.sketches.insert((mask, d.masked(mask)), Hll::decode(&mut r)?);
             }
         }
@@ -235,9 +244,26 @@ impl Cube {
     }
 }
 
-/// The string table and the combinations of a `cube` column, strings as positions in the table.
-/// A `cube` column read back: its strings, and its combinations with their clicks.
-pub type Decoded<'a> = (Vec<&'a str>, Vec<(Dims, i64)>);
+fn index(v: u64) -> Result<usize, CodecError> {
+    usize::try_from(v).map_err(|_| CodecError::Invalid)
+}
+
+/// One length-prefixed section of visitor counts: (combination position, visitors).
+pub fn section(r: &mut Reader<'_>) -> Result<Vec<(usize, f64)>, CodecError> {
+    let len = r.len(usize::MAX)?;
+    let mut s = Reader::new(r.take(len)?);
+    entries(&mut s)
+}
+
+fn entries(s: &mut Reader<'_>) -> Result<Vec<(usize, f64)>, CodecError> {
+    (0..s.len(MAX_ENTRIES)?)
+        .map(|_| Ok((index(s.uint()?)?, s.uint()? as f64 / VISITOR_SCALE)))
+        .collect()
+}
+
+/// A `cube` column read back: its strings, its combinations with their clicks (strings as positions in the
+/// table), and the visitor counts of mask 0 (combination position, visitors).
+pub type Decoded<'a> = (Vec<&'a str>, Vec<(Dims, i64)>, Vec<(usize, f64)>);
 
 pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
     let mut r = Reader::new(bytes);
@@ -269,5 +295,6 @@ pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
         };
         combos.push((d, r.int()?));
     }
-    Ok((strings, combos))
+    let own = entries(&mut r)?;
+    Ok((strings, combos, own))
 }

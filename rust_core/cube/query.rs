@@ -1,8 +1,8 @@
 //! Answering analytics from stored cube columns without building cubes: each row's strings are matched
 //! against the filters once, then its combinations are summed as integers.
 
-use super::blob::{decode_cube, MAX_ENTRIES};
-use super::{Dims, MASKS, NONE};
+use super::blob::{decode_cube, section, MAX_ENTRIES};
+use super::{Dims, NONE};
 use crate::codec::{CodecError, Reader};
 use crate::useragent::Device;
 use std::collections::HashMap;
@@ -43,8 +43,23 @@ pub struct Answer {
 
 pub fn analyse(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<Answer, CodecError> {
     let mut answer = Answer::default();
+    // The rows' strings, each once (rows repeat them: one hash lookup per string and row, not per count).
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    let mut totals: Vec<[i64; 5]> = Vec::new();
+    let mut per_device = [0i64; 5];
     for row in rows {
-        let (strings, combos) = decode_cube(row.cube)?;
+        let (strings, combos, own) = decode_cube(row.cube)?;
+        let global: Vec<usize> = strings
+            .iter()
+            .map(|&s| {
+                let next = names.len();
+                let id = *names.entry(s).or_insert(next);
+                if id == totals.len() {
+                    totals.push([0; 5]);
+                }
+                id
+            })
+            .collect();
         // Per string, which of the filters on browser, os, source and referrer it satisfies.
         let fits: Vec<[bool; 5]> = strings
             .iter()
@@ -53,7 +68,7 @@ pub fn analyse(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<
                 for (k, wanted) in filters.0.iter().enumerate().skip(1) {
                     fit[k] = wanted
                         .as_deref()
-                        .is_some_and(|w| s.eq_ignore_ascii_case(w) || s.to_lowercase() == w);
+                        .is_some_and(|w| s.eq_ignore_ascii_case(w) || (!s.is_ascii() && s.to_lowercase() == w));
                 }
                 fit
             })
@@ -67,30 +82,30 @@ pub fn analyse(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<
                 && (1..5).all(|k| filters.0[k].is_none() || (strings[k] != NONE && fits[strings[k] as usize][k]))
         };
         let fitting: Vec<bool> = combos.iter().map(|(d, _)| matches(d)).collect();
-        let mut per_string = vec![[0i64; 5]; strings.len()];
-        let mut per_device = [0i64; 5];
+        let mut day = 0;
         for ((d, n), _) in combos.iter().zip(&fitting).filter(|(_, &f)| f) {
             let n = n * row.weight;
-            answer.total += n;
-            *answer.days.entry(row.day).or_insert(0) += n;
+            day += n;
             per_device[usize::from(d.device)] += n;
             for (k, s) in [(1, d.browser), (2, d.os), (3, d.source), (4, d.referrer)] {
                 if s != NONE {
-                    per_string[s as usize][k] += n;
+                    totals[global[s as usize]][k] += n;
                 }
             }
         }
-        for (device, &n) in per_device.iter().enumerate().filter(|(_, &n)| n != 0) {
-            bump(&mut answer.breakdowns[0], Device::ALL[device].name(), n);
+        answer.total += day;
+        if day != 0 {
+            *answer.days.entry(row.day).or_insert(0) += day;
         }
-        for (s, counts) in per_string.iter().enumerate() {
-            for (k, &n) in counts.iter().enumerate().skip(1).filter(|(_, &n)| n != 0) {
-                bump(&mut answer.breakdowns[k], strings[s], n);
-            }
-        }
-        if let Some(bytes) = row.uniques {
-            answer.visitors += row.weight as f64 * visitors(bytes, filters.mask(), &fitting)?;
-        }
+        let mask = filters.mask();
+        let counted = if mask == 0 {
+            sum_fitting(&own, &fitting)?
+        } else if let Some(bytes) = row.uniques {
+            visitors(bytes, mask, &fitting)?
+        } else {
+            0.0
+        };
+        answer.visitors += row.weight as f64 * counted;
         if let (true, Some(bytes)) = (want_hours, row.hours) {
             let mut r = Reader::new(bytes);
             for _ in 0..r.len(MAX_ENTRIES)? {
@@ -103,40 +118,39 @@ pub fn analyse(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<
             }
         }
     }
-    Ok(answer)
-}
-
-fn bump(map: &mut HashMap<String, i64>, key: &str, n: i64) {
-    match map.get_mut(key) {
-        Some(v) => *v += n,
-        None => {
-            map.insert(key.to_owned(), n);
+    for (device, &n) in per_device.iter().enumerate().filter(|(_, &n)| n != 0) {
+        answer.breakdowns[0].insert(Device::ALL[device].name().to_owned(), n);
+    }
+    for (name, &id) in &names {
+        for (k, &n) in totals[id].iter().enumerate().skip(1).filter(|(_, &n)| n != 0) {
+            answer.breakdowns[k].insert((*name).to_owned(), n);
         }
     }
+    Ok(answer)
 }
 
 /// The visitors of the keys with `mask` whose combination fits: the mask keeps every filtered dimension,
 /// so a key fits exactly when the combination it points at does.
 fn visitors(bytes: &[u8], mask: u8, fitting: &[bool]) -> Result<f64, CodecError> {
     let mut r = Reader::new(bytes);
-    for m in MASKS {
-        let section = r.len(usize::MAX)?;
-        let body = r.take(section)?;
-        if m != mask {
-            continue;
+    for m in 1..4 {
+        if m == mask {
+            return sum_fitting(&section(&mut r)?, fitting);
         }
-        let mut s = Reader::new(body);
-        let mut sum = 0.0;
-        for _ in 0..s.len(MAX_ENTRIES)? {
-            let at = usize::try_from(s.uint()?).map_err(|_| CodecError::Invalid)?;
-            let v = s.float()?;
-            if *fitting.get(at).ok_or(CodecError::Invalid)? {
-                sum += v;
-            }
-        }
-        return Ok(sum);
+        let len = r.len(usize::MAX)?;
+        r.take(len)?;
     }
     Ok(0.0)
+}
+
+fn sum_fitting(entries: &[(usize, f64)], fitting: &[bool]) -> Result<f64, CodecError> {
+    let mut sum = 0.0;
+    for &(at, v) in entries {
+        if *fitting.get(at).ok_or(CodecError::Invalid)? {
+            sum += v;
+        }
+    }
+    Ok(sum)
 }
 
 /// Clicks per link over `rows` of per-link counts (each added `weight` times), the `n` most clicked first.

@@ -64,19 +64,22 @@ def account_view(session: Session, caller: Caller) -> View:
     return View(caller.account_id, scope, tuple(weighted))
 
 
-def day_rows(session: Session, view: View, first: date, last: date, hours: bool) -> list[DayRow]:
+def day_rows(session: Session, view: View, first: date, last: date, *, hours: bool, uniques: bool) -> list[DayRow]:
     """The view's day cubes from `first` to `last`, and its pending moves' links' (weighted); a recent day touched
-    by a pending move is made again from the links in the view now, as the writer will (`clicks.cubes.recent`)."""
+    by a pending move is made again from the links in the view now, as the writer will (`clicks.cubes.recent`).
+    The `uniques` column (visitors by source and referrer) and the hours are read only when asked for."""
     scopes = {view.scope: 1, **{link: weight for link, weight in view.moves}}
-    columns = [ClickCube.scope, ClickCube.bucket, ClickCube.cube, ClickCube.uniques]
-    stmt = select(*columns, *([ClickCube.hours] if hours else [])).where(
+    columns = [ClickCube.scope, ClickCube.bucket, ClickCube.cube]
+    stmt = select(
+        *columns, ClickCube.uniques if uniques else ClickCube.scope, *([ClickCube.hours] if hours else [])
+    ).where(
         ClickCube.account_id == view.account_id,
         ClickCube.scope.in_(scopes),
         ClickCube.level == DAY,
         ClickCube.bucket.between(epoch_day(first), epoch_day(last)),
     )
     found: list[Any] = list(session.execute(stmt))
-    rows = [(scopes[row[0]], row[1], row[2], row[3], row[4] if hours else None) for row in found]
+    rows = [(scopes[row[0]], row[1], row[2], row[3] if uniques else None, row[4] if hours else None) for row in found]
     moved = {row[1] for row in found if row[0] != view.scope and recent(row[1])}
     if not moved:
         return rows
@@ -87,7 +90,7 @@ def day_rows(session: Session, view: View, first: date, last: date, hours: bool)
         if stored:
             made = _core.recount(stored[0], view_parts(conn, view.account_id, view.scope, day))
             if made[4] is not None:
-                rows.append((1, day, made[4], made[5], made[6] if hours else None))
+                rows.append((1, day, made[4], made[5] if uniques else None, made[6] if hours else None))
     return rows
 
 

@@ -31,7 +31,7 @@ from slugline.runtime import Runtime
 TOP_LINKS = 10
 # Under a filter, top links are ranked among the period's most clicked links: per-link counts are kept per link,
 # not per link and filter value (that would be a cube per link in every account cube).
-TOP_CANDIDATES = 50
+TOP_CANDIDATES = 25
 # Breakdowns show the most frequent entries and one OTHER row with the rest: sources come from anonymous
 # visitors' utm_source values, so without a cap anyone could make an account's analytics arbitrarily large.
 TOP_ENTRIES = 20
@@ -69,7 +69,8 @@ def analytics_on_thread(
         filters = params.filters()
         if link_id is None:
             view = cubes.account_view(session, caller)
-        rows = cubes.day_rows(session, view, first, last, hours=params.interval == "hour")
+        by_origin = "source" in filters or "referrer" in filters  # visitors kept by source and referrer
+        rows = cubes.day_rows(session, view, first, last, hours=params.interval == "hour", uniques=by_origin)
         answer = _core.analyse(rows, filters, params.interval == "hour")
         if link_id is not None:
             top = [(link.id, link.slug, link.title, answer["total"])] if answer["total"] > 0 else []
