@@ -12,6 +12,7 @@ _Device: TypeAlias = Literal["desktop", "mobile", "tablet", "bot", "other"]
 
 __all__ = [
     "RESERVED_SLUGS",
+    "BatchCubes",
     "ClickBatch",
     "ClickQueue",
     "Clicks",
@@ -22,8 +23,10 @@ __all__ = [
     "ValueChunks",
     "__version__",
     "_panic",
+    "analyse",
     "classify_source",
     "classify_user_agent",
+    "compose",
     "generate_key",
     "generate_link_id",
     "generate_slug",
@@ -32,9 +35,12 @@ __all__ = [
     "key_kind",
     "keyed_hash",
     "link_json_rows",
+    "move_link",
     "normalize",
+    "recount",
     "referrer_host",
     "slug_error",
+    "top_links",
     "verify_key",
     "verify_password",
 ]
@@ -301,15 +307,15 @@ class EncodedClicks:
         (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor. Each
         list is built when the iterator is asked for it, so the GIL is held one list at a time."""
 
-CubeKey: TypeAlias = tuple[int, str, int, int]
-StoredCube: TypeAlias = tuple[int, str, int, int, bytes, bytes | None, bytes | None, bytes | None, bytes | None]
-NewCube: TypeAlias = tuple[int, str, int, int, bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
+_CubeKey: TypeAlias = tuple[int, str, int, int]
+_StoredCube: TypeAlias = tuple[int, str, int, int, bytes, bytes | None, bytes | None, bytes | None, bytes | None]
+_NewCube: TypeAlias = tuple[int, str, int, int, bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
 
 @final
 class BatchCubes:
     """The roll-up cubes one encoded batch adds, by row (account id, scope, level, bucket)."""
 
-    def __init__(self, encoded: EncodedClicks, owners: dict[str, tuple[int, bool]]) -> None:
+    def __new__(cls, encoded: EncodedClicks, owners: dict[str, tuple[int, bool]]) -> BatchCubes:
         """``owners``: link id -> (account id, whether a public-only key sees the link); clicks of other links
         and bots' clicks are left out."""
 
@@ -322,10 +328,10 @@ class BatchCubes:
         """The cubes of clicks read back from the click log: (link id, unix time, device, browser, os, source,
         referrer host or None, visitor hash); without ``views``, only the links' own cubes."""
 
-    def keys(self) -> list[CubeKey]:
+    def keys(self) -> list[_CubeKey]:
         """The rows this batch touches, sorted."""
 
-    def merged(self, stored: list[StoredCube]) -> list[NewCube]:
+    def merged(self, stored: list[_StoredCube]) -> list[_NewCube]:
         """The rows to write: the stored ones given (any of ``keys``) with this batch merged in, and new ones."""
 
 def move_link(
@@ -333,20 +339,18 @@ def move_link(
     account: int,
     scopes: list[str],
     link_rows: list[tuple[int, int, bytes, bytes | None, bytes | None]],
-    stored: list[StoredCube],
+    stored: list[_StoredCube],
     weight: int,
-) -> list[NewCube]:
+) -> list[_NewCube]:
     """One link's stored cubes ``(level, bucket, cube, uniques, hours)`` added to (``weight`` 1) or taken out of
     (-1) the account views ``scopes``, whose stored rows are ``stored``. Rows left empty come back with cube
     None, to be deleted."""
 
-def recount(stored: StoredCube, parts: list[tuple[bytes, bytes | None, bytes | None, bytes | None]]) -> NewCube:
+def recount(stored: _StoredCube, parts: list[tuple[bytes, bytes | None, bytes | None, bytes | None]]) -> _NewCube:
     """``stored`` (an account view's day row) made again from its links' day cubes ``parts`` ``(cube, uniques,
     hours, sketches)``, its per-link counts kept: exact visitors after a link left the view."""
 
-def compose(
-    key: CubeKey, parts: list[tuple[str, tuple[bytes, bytes | None, bytes | None, bytes | None]]]
-) -> NewCube:
+def compose(key: _CubeKey, parts: list[tuple[str, tuple[bytes, bytes | None, bytes | None, bytes | None]]]) -> _NewCube:
     """The row ``key`` of an account view made from its links' cubes ``(link id, (cube, uniques, hours,
     sketches))``, counting clicks per link."""
 

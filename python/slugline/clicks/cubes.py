@@ -22,6 +22,11 @@ from sqlalchemy import Connection
 from slugline import _core
 
 DAY, MONTH = 0, 1
+# Rows as the core takes and gives them: (account id, scope, level, bucket, cube, uniques, hours, links, sketches);
+# a new row's cube is None when it is to be deleted.
+CubeKey = tuple[int, str, int, int]
+StoredCube = tuple[int, str, int, int, bytes, bytes | None, bytes | None, bytes | None, bytes | None]
+NewCube = tuple[int, str, int, int, bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
 ALL, PUBLIC = "", "p"
 MOVES_PER_WRITE = 50  # moves a write makes besides those of its own links
 # Days back from today whose visitors are recounted from the view's links' sketches after a move (the others only
@@ -49,12 +54,12 @@ _DELETE = {
 }
 
 
-def _reorder(row: _core.NewCube) -> tuple[object, ...]:
+def _reorder(row: NewCube) -> tuple[object, ...]:
     """Core rows are (…, cube, uniques, hours, links, sketches); the table's columns put links before hours."""
     return (*row[:6], row[7], row[6], row[8])
 
 
-def read(conn: Connection, keys: list[_core.CubeKey]) -> list[_core.StoredCube]:
+def read(conn: Connection, keys: list[CubeKey]) -> list[StoredCube]:
     """The stored rows of `keys` (those that exist), as the core takes them."""
     if not keys:
         return []
@@ -66,7 +71,7 @@ def _b(value: object) -> bytes | None:
     return None if value is None else bytes(value)  # type: ignore[call-overload]
 
 
-def write(conn: Connection, rows: list[_core.NewCube]) -> None:
+def write(conn: Connection, rows: list[NewCube]) -> None:
     dialect = conn.dialect.name
     kept = [_reorder(r) for r in rows if r[4] is not None]
     gone = [r[:4] for r in rows if r[4] is None]
