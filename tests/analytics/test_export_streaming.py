@@ -89,7 +89,8 @@ def test_memory_follows_the_chunk_not_the_log(
 
     assert client.portal is not None
     client.portal.call(fill)
-    assert client.portal.call(recorder.flush) == 20_000
+    client.portal.call(recorder.flush)  # the worker's own flusher, woken at 10,000 clicks, may write them instead
+    assert len(recorder) == 0
 
     def peak(chunk_rows: int) -> int:
         monkeypatch.setattr(export, "CHUNK_ROWS", chunk_rows)

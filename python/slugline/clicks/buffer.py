@@ -120,9 +120,10 @@ class ClickRecorder:
         would never end, writing back to back whatever came in during the last write (64 connections: batches of
         ~64 clicks), each commit costing nearly what a full one does."""
         written = 0
+        if not len(self.queue) and not self._lock.locked():
+            await self._make_moves()  # outside the lock: clicks recorded meanwhile are not held up
+            return 0
         async with self._lock:
-            if not len(self.queue):
-                await self._make_moves()
             left = len(self.queue)
             while left > 0 and len(self.queue):
                 batch = self.queue.take(self._max)
