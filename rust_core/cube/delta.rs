@@ -44,7 +44,7 @@ impl Cube {
         s.map_or(NONE, |s| self.strings.intern(s))
     }
 
-    fn count(&mut self, parts: &Parts<'_>, hour: Option<u8>, link: Option<&str>, visitor: Option<u32>) {
+    fn dims(&mut self, parts: &Parts<'_, '_>) -> Dims {
         let dims = Dims {
             device: parts.device,
             browser: self.intern(Some(parts.browser)),
@@ -52,34 +52,41 @@ impl Cube {
             source: self.intern(Some(parts.source)),
             referrer: self.intern(parts.referrer),
         };
-        let dims = self.admit(dims);
-        *self.combos.entry(dims).or_insert(0) += 1;
+        self.admit(dims)
+    }
+
+    fn count(&mut self, parts: &Parts<'_, '_>, hour: Option<u8>, link: Option<&str>, n: i64) {
+        let dims = self.dims(parts);
+        *self.combos.entry(dims).or_insert(0) += n;
         if let Some(hour) = hour {
-            *self.hours.entry((hour, dims)).or_insert(0) += 1;
+            *self.hours.entry((hour, dims)).or_insert(0) += n;
         }
         if let Some(link) = link {
             match self.links.get_mut(link) {
-                Some(n) => *n += 1,
+                Some(count) => *count += n,
                 None => {
-                    self.links.insert(link.to_owned(), 1);
+                    self.links.insert(link.to_owned(), n);
                 }
             }
         }
-        if let Some(visitor) = visitor {
-            for mask in MASKS {
-                self.sketches
-                    .entry((mask, dims.masked(mask)))
-                    .or_default()
-                    .insert(visitor);
+    }
+
+    fn visit(&mut self, parts: &Parts<'_, '_>, visitors: &[u32]) {
+        let dims = self.dims(parts);
+        for mask in MASKS {
+            let sketch = self.sketches.entry((mask, dims.masked(mask))).or_default();
+            for &visitor in visitors {
+                sketch.insert(visitor);
             }
         }
     }
 }
 
-struct Parts<'a> {
+#[derive(Clone, Copy)]
+struct Parts<'a, 'b> {
     device: u8,
-    browser: &'a str,
-    os: &'a str,
+    browser: &'b str,
+    os: &'b str,
     source: &'a str,
     referrer: Option<&'a str>,
 }
@@ -103,16 +110,30 @@ pub fn batch_cubes(batch: &ClickBatch, owners: &HashMap<String, Owner>) -> HashM
     click_cubes(batch.rows(), owners, true)
 }
 
+/// Where a string lives: equal places hold equal strings, so clicks can be grouped without hashing their text
+/// (a batch's strings are interned: its clicks share them). Equal strings in different places only make more groups.
+fn place(s: &str) -> (usize, usize) {
+    (s.as_ptr() as usize, s.len())
+}
+
+type Place = (usize, usize);
+/// A group of a batch's clicks: link, day, device, browser, os, source, referrer.
+type Group = (Place, i64, u8, Place, Place, Place, Option<Place>);
+
 /// `batch_cubes` of clicks read back from the click log; without `views`, only the links' own cubes.
+///
+/// The clicks are grouped first, by combination and hour and, for visitors, by combination and day with each
+/// visitor once: a cube is then touched once per group and visitor, not once per click in each of its views
+/// and levels.
 pub fn click_cubes<'a, 'b>(
     clicks: impl Iterator<Item = StoredClick<'a, 'b>>,
     owners: &HashMap<String, Owner>,
     views: bool,
 ) -> HashMap<CubeKey, Cube> {
-    let mut cubes: HashMap<CubeKey, Cube> = HashMap::new();
+    let mut counts: HashMap<(Group, u8), (Parts<'a, 'b>, &'a str, i64)> = HashMap::new();
+    let mut visitors: HashMap<Group, (Parts<'a, 'b>, &'a str, Vec<u32>)> = HashMap::new();
     for (link, timestamp, device, browser, os, source, referrer, visitor) in clicks {
-        let (Some(owner), Some(device)) = (owners.get(link), Device::ALL.iter().position(|d| d.name() == device))
-        else {
+        let (Some(_), Some(device)) = (owners.get(link), Device::ALL.iter().position(|d| d.name() == device)) else {
             continue;
         };
         if Device::ALL[device] == Device::Bot {
@@ -120,29 +141,53 @@ pub fn click_cubes<'a, 'b>(
         }
         let day = (timestamp / 86_400.0).floor() as i64;
         let hour = ((timestamp - day as f64 * 86_400.0) / 3600.0).floor().clamp(0.0, 23.0) as u8;
+        let device = device as u8;
+        let group = (
+            place(link),
+            day,
+            device,
+            place(browser),
+            place(os),
+            place(source),
+            referrer.map(place),
+        );
         let parts = Parts {
-            device: device as u8,
+            device,
             browser,
             os,
             source,
             referrer,
         };
-        let visitor = visitor_bits(visitor);
-        let scopes = [(link, false), (ALL, true), (PUBLIC, owner.public)];
-        for (scope, per_link) in scopes {
-            if (scope == PUBLIC && !per_link) || (per_link && !views) {
-                continue;
-            }
-            let counted = per_link.then_some(link);
-            let key = |level, bucket| (owner.account, scope.to_owned(), level, bucket);
+        counts.entry((group, hour)).or_insert((parts, link, 0)).2 += 1;
+        visitors
+            .entry(group)
+            .or_insert((parts, link, Vec::new()))
+            .2
+            .push(visitor_bits(visitor));
+    }
+    let mut cubes: HashMap<CubeKey, Cube> = HashMap::new();
+    for (&((_, day, ..), hour), (parts, link, n)) in &counts {
+        for (scope, per_link, account) in scopes(owners, link, views) {
+            let counted = per_link.then_some(*link);
+            let key = |level, bucket| (account, scope.to_owned(), level, bucket);
             cubes
                 .entry(key(DAY, day))
                 .or_default()
-                .count(&parts, Some(hour), counted, Some(visitor));
+                .count(parts, Some(hour), counted, *n);
             cubes
                 .entry(key(MONTH, month_of(day)))
                 .or_default()
-                .count(&parts, None, counted, None);
+                .count(parts, None, counted, *n);
+        }
+    }
+    for ((_, day, ..), (parts, link, mut seen)) in visitors {
+        seen.sort_unstable();
+        seen.dedup();
+        for (scope, _, account) in scopes(owners, link, views) {
+            cubes
+                .entry((account, scope.to_owned(), DAY, day))
+                .or_default()
+                .visit(&parts, &seen);
         }
     }
     for cube in cubes.values_mut() {
@@ -150,6 +195,21 @@ pub fn click_cubes<'a, 'b>(
         cube.uniques.extend(estimates);
     }
     cubes
+}
+
+/// The views a link's clicks count in: (scope, whether per-link counts are kept, account).
+fn scopes<'s>(owners: &HashMap<String, Owner>, link: &'s str, views: bool) -> Vec<(&'s str, bool, i64)> {
+    let Some(owner) = owners.get(link) else {
+        return Vec::new();
+    };
+    let mut out = vec![(link, false, owner.account)];
+    if views {
+        out.push((ALL, true, owner.account));
+        if owner.public {
+            out.push((PUBLIC, true, owner.account));
+        }
+    }
+    out
 }
 
 /// A view's cube made from the cubes of its links (`(link id, cube)`), counting clicks per link.
