@@ -166,7 +166,9 @@ def test_a_failing_store_is_a_503_before_the_first_byte_and_a_cut_file_after(mak
     def fail(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         if "FROM clicks" in statement:
             if not reads_left[0]:
-                raise sqlite3.OperationalError("disk I/O error")
+                # As SQLAlchemy raises a driver's error (which versions before 2.0.3x leave unwrapped when a
+                # listener raises it).
+                raise OperationalError(statement, None, sqlite3.OperationalError("disk I/O error"))
             reads_left[0] -= 1
 
     event.listen(rt.db.engine, "before_cursor_execute", fail)
