@@ -79,6 +79,6 @@ def test_writers_and_link_changes_leave_the_cubes_exact(
                 assert conn.execute(text("SELECT count(*) FROM cube_moves")).scalar_one() == 0
         for public_only, key in ((False, alice.full), (True, alice.public)):
             caller = callers.authenticate(runtime, f"Bearer {key}", BASE_URL)
-            stats = analytics.analytics_on_thread(runtime, caller, {"days": 1})
+            stats = analytics.analytics_on_thread(runtime, caller, {"days": 2})  # across midnight UTC too
             assert (stats["total_clicks"], stats["unique_visitors"]) == tuple(truth[public_only])
             assert sum(t["clicks"] for t in stats["top_links"]) == truth[public_only][0]

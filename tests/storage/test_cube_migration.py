@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from slugline.analytics import service as analytics
+from slugline.common import inputs
 from slugline.common.caller import Caller
 from slugline.runtime import Runtime
 from slugline.storage import migrate
@@ -68,8 +69,9 @@ def _expected(
 
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_the_cubes_built_from_the_click_log_answer_what_the_rows_say(
-    store: str, tmp_path: Path, request: pytest.FixtureRequest
+    store: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(inputs, "utcnow", lambda: NOW)  # the periods end on the day the rows were made for
     url = f"sqlite:///{tmp_path / 'c.db'}" if store == "sqlite" else request.getfixturevalue("pg_url")
     engine = create_engine(normalize_url(url))
     migrate.upgrade(engine, "0008")
