@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from slugline import __version__
-from slugline.api import API_PREFIX, openapi, routers
+from slugline.api import API_PREFIX, docs, openapi, routers
 from slugline.api.oauth import routes as oauth_routes
 from slugline.clicks.buffer import recording
 from slugline.common.errors import ServiceError, describe_validation
@@ -134,8 +134,9 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
         title="Slugline",
         version=__version__,
         lifespan=lifespan,
-        docs_url=f"{API_PREFIX}/docs",
+        docs_url=None,  # `api.docs` serves Swagger UI itself: same-origin files under a strict policy
         redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
         openapi_url=f"{API_PREFIX}/openapi.json",
         description="Short links with analytics, QR codes and a remote MCP endpoint.",
         telemetry=observed,
@@ -145,6 +146,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
     app.router.routes.extend(Route(path, mcp, include_in_schema=False) for path in MCP_PATHS)
     for router in routers():
         app.include_router(router, prefix=API_PREFIX)
+    app.include_router(docs.router, prefix=API_PREFIX)
     install_error_handlers(app)
     openapi.install(app, API_PREFIX)
     install_dashboard(app)  # `/` and `/app/...`: pages for people, with HTML error pages of their own

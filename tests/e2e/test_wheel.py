@@ -27,7 +27,7 @@ MIGRATIONS = sorted(p.name for p in (ROOT / "migrations" / "versions").glob("*.p
 SDIST_HAS = """pyproject.toml Cargo.toml Cargo.lock LICENSE README.md rust_core/lib.rs rust_core/build.rs
     python/slugline/__init__.py python/slugline/_core.pyi migrations/env.py migrations/script.py.mako"""
 WHEEL_HAS = """slugline/_core.abi3.so slugline/_core.pyi slugline/py.typed slugline/__main__.py
-    slugline/migrations/env.py slugline/migrations/script.py.mako"""
+    slugline/migrations/env.py slugline/migrations/script.py.mako slugline/api/static/docs.js"""
 
 # Building the wheel takes about a minute the first time; the tests share it.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
