@@ -5,7 +5,8 @@ resolves from `LinkCache`, the click goes to the Rust click queue in one call, a
 of a public or unlisted link already in the cache takes the shortest path (`fast`): the cache only ever holds slugs that
 passed the path checks, so a hit needs none of them. Everything
 else — `/api/...`, `/mcp`, reserved words, paths with a second segment, lifespan — passes through untouched.
-A `HEAD` is answered like a `GET` but records no click: nobody is taken to the destination.
+A `HEAD` is answered like a `GET` but records no click: nobody is taken to the destination. Every other method, here
+or in the app behind, may be answered before its body is read: `web.keepalive` keeps the connection usable then.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from slugline.redirects.unlock import Unlocker, form_page
 from slugline.redirects.urls import merge_query
 from slugline.runtime import Runtime
 from slugline.storage.db import unavailable
+from slugline.web import keepalive
 from slugline.web.request import client_ip
 from slugline.web.unavailable import send_unavailable
 
@@ -73,11 +75,14 @@ class RedirectLayer:
             if type(entry) is Entry and entry.visibility in REDIRECTED:
                 await redirects.fast(entry, scope, send)
                 return
-        if scope["type"] == "http" and scope["method"] in ANSWERED:
-            found = SLUG_PATH.fullmatch(scope["path"])
-            if found is not None and found[1].lower() not in _core.RESERVED_SLUGS:
-                await self._answer(found[1], scope, receive, send)
-                return
+        if scope["type"] == "http":
+            if scope["method"] not in FAST:  # a body the answer may come before (`web.keepalive`)
+                receive, send = keepalive.guard(scope, receive, send)
+            if scope["method"] in ANSWERED:
+                found = SLUG_PATH.fullmatch(scope["path"])
+                if found is not None and found[1].lower() not in _core.RESERVED_SLUGS:
+                    await self._answer(found[1], scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
     async def _answer(self, slug: str, scope: Scope, receive: Any, send: Any) -> None:
