@@ -117,3 +117,33 @@ def test_a_refused_token_stays_refused_and_a_new_key_works_at_once(make_client: 
         assert refused.status_code == 401 and refused.json() == {"error": "invalid or revoked API key"}
         assert refused.headers["www-authenticate"] == "Bearer"
     assert tc.get("/api/v1/me", headers={"Authorization": f"Bearer {new}"}).status_code == 200
+
+
+def test_a_taken_username_gives_its_registration_back(make_client: ClientFactory) -> None:
+    """A registration refused as a conflict made nothing: it does not use up the address's registrations (nor,
+    its bucket full again, hold a place in the limiter's table)."""
+    tc, rt = make_client(rate_limit_register=1)
+    accounts.register(rt, {"username": "taken", "password": "long enough"})
+    for _ in range(3):
+        res = tc.post("/api/v1/auth/register", json={"username": "taken", "password": "long enough"})
+        assert res.status_code == 409, res.text
+    assert tc.post("/api/v1/auth/register", json={"username": "fresh", "password": "long enough"}).status_code == 201
+    again = tc.post("/api/v1/auth/register", json={"username": "fresher", "password": "long enough"})
+    assert again.status_code == 429 and again.json()["error"].startswith("too many registrations from this address")
+
+
+def test_ipv6_callers_share_their_48_while_the_table_is_crowded(make_client: ClientFactory) -> None:
+    """Buckets are per /64 normally; once the in-process table is half full, per /48, so one network's many /64s
+    draw from one bucket instead of filling the table."""
+    tc, rt = make_client(rate_limit_anonymous=2, trusted_proxies="testclient", rate_limit_bytes=1 << 16)
+
+    def status(ip: str) -> int:
+        return tc.get("/api/v1/public/x", headers={"X-Forwarded-For": ip}).status_code
+
+    assert [status(f"2001:db8:0:{n:x}::1") for n in range(4)] == [404] * 4  # a bucket per /64
+    filler = 0
+    while not rt.limiter.crowded:
+        filler += 1
+        assert filler < 1000, "the table never got crowded"
+        assert status(f"198.51.100.{filler % 250}") in (404, 429)
+    assert [status(f"2001:db8:1:{n:x}::1") for n in range(3)] == [404, 404, 429]  # one bucket for the /48

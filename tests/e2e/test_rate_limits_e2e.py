@@ -1,5 +1,6 @@
 """The in-process rate limits hold against a real `slugline serve` (no Redis): filling the limiter's table with the
-buckets of made-up sign-in names does not hand anyone a fresh bucket."""
+buckets of made-up sign-in names does not hand anyone a fresh bucket, and filling it from ever new addresses refuses
+no one else."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import time
 import httpx
 import pytest
 
-from tests.support.server import Server, ServerFactory
+from tests.support.mcp_client import MODES, call, connect
+from tests.support.server import Keys, Server, ServerFactory, api, make_account
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TABLE_BYTES = 1 << 16  # the smallest table the setting allows: a few hundred buckets
@@ -29,7 +31,8 @@ def test_filling_the_table_does_not_reset_the_registration_limit(start_server: S
     """The reviewer's churn: 5 registrations an hour spent, then sign-ins with a new username each (a bucket each,
     formerly even past the address's password-hash budget); a table that dropped its oldest bucket to make room let
     the next registration through. With the hash budget (30/min) the churn now adds no bucket once it is spent;
-    without one, the table fills and refuses newcomers for a few seconds, and still drops nobody's bucket."""
+    without one, the churn's buckets (full again within seconds) make room for each other and for newcomers, and the
+    registrations' bucket, spent for the hour, is never the one dropped."""
     server = start_server(
         SLUGLINE_RATE_LIMIT_BYTES=str(TABLE_BYTES),
         SLUGLINE_RATE_LIMIT_PASSWORD_HASHES=hashes,
@@ -48,12 +51,39 @@ def test_filling_the_table_does_not_reset_the_registration_limit(start_server: S
         assert registered == [303] * 5 + [429]
         churned = [post("/app/login", f"nobody{i}", "x" * 8).status_code for i in range(CHURN)]
         assert set(churned) <= {401, 429}, churned
-        # The registrations' own limit answers, not the password-hash budget the churn may have spent meanwhile. While
-        # the churn's buckets fill the table, a call without a bucket of its own (this address's dashboard bucket: at
-        # this rate it is full again at once) is refused as well, until they refill (6 s); never a registration.
+        # The registrations' own limit answers, not the password-hash budget the churn may have spent meanwhile
+        # (a password-hash refusal waits for that budget to refill: never a registration).
         deadline = time.monotonic() + 30
         while "too many registrations" not in (after := post("/app/register", "churn-after", "a long password")).text:
-            assert after.status_code == 429 and "rate limit exceeded" in after.text, after.text[-2000:]
-            assert time.monotonic() < deadline, "the table never made room again"
+            assert after.status_code == 429 and "too many password checks" in after.text, after.text[-2000:]
+            assert time.monotonic() < deadline, "the registration was never answered by its own limit"
             time.sleep(0.5)
         assert after.status_code == 429
+
+
+def _flood_then_visit(server: Server, keys: Keys) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        for n in range(1_000):  # a few hundred buckets fill the table; five times as many addresses
+            address = f"198.{18 + n // 65_536}.{n // 256 % 256}.{n % 256}"
+            assert http.get("/api/v1/public/x", headers={"X-Forwarded-For": address}).status_code == 404
+        http.cookies.set("slugline_session", keys.session)
+        page = http.get("/app/", headers={"X-Forwarded-For": "192.0.2.200"})
+        assert page.status_code == 200, page.text[-500:]
+    with api(server, keys.full) as owner:
+        assert owner.get("/links").status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_table_filled_from_many_addresses_refuses_no_one_else(start_server: ServerFactory) -> None:
+    """The reviewer's flood: calls from ever new addresses, each leaving a bucket that refills slowly, filled a
+    64 KiB table, and then the owner's REST, MCP and dashboard calls were refused with 429 (every caller without a
+    live bucket was). Now the strangers' buckets make room for each other and for everyone else."""
+    server = start_server(
+        SLUGLINE_RATE_LIMIT_BYTES=str(TABLE_BYTES),
+        SLUGLINE_RATE_LIMIT_ANONYMOUS="3",  # a stranger's bucket, one call spent, is full again in 20 s
+        SLUGLINE_TRUSTED_PROXIES="127.0.0.1",
+    )
+    keys = make_account(server, "owner")
+    _flood_then_visit(server, keys)
+    async with connect(server, keys.public, MODES[-1]) as agent:
+        assert (await call(agent, "get_me"))["username"] == "owner"

@@ -155,18 +155,91 @@ async def test_refilled_buckets_leave_the_table() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_table_full_of_spending_buckets_refuses_newcomers(caplog: pytest.LogCaptureFixture) -> None:
-    """No bucket that is not full is dropped to make room: a caller without one waits until one refills."""
+async def test_a_full_table_drops_the_bucket_soonest_full_for_a_newcomer(caplog: pytest.LogCaptureFixture) -> None:
+    """A newcomer is not refused for want of room: the anonymous bucket that would be full again soonest goes (its
+    caller gains the least by finding it full early), and the others are kept as they were."""
     clock = FakeClock()
     limiter = MemoryRateLimiter(clock=clock, max_keys=3)
-    for name in ("a", "b", "c"):
-        assert (await limiter.hit(name, 60, cost=30)).allowed
-    refused = await limiter.hit("d", 60)
-    assert (refused.allowed, refused.remaining, refused.retry_after) == (False, 0, 1)
+    for name, cost in (("a", 30), ("b", 10), ("c", 50)):
+        assert (await limiter.hit(name, 60, cost=cost)).allowed
+    newcomer = await limiter.hit("d", 60)
+    assert (newcomer.allowed, newcomer.remaining) == (True, 59)
     assert "rate-limit table full" in caplog.text
-    assert [(await limiter.hit(name, 60)).remaining for name in ("a", "b", "c")] == [29, 29, 29]  # kept as they were
-    clock.now += 31  # all three full again: gone, and room for the newcomer
-    assert (await limiter.hit("d", 60)).remaining == 59
+    assert len(limiter) == 3
+    assert [(await limiter.hit(name, 60)).remaining for name in ("a", "c")] == [29, 9]  # kept as they were
+    assert (await limiter.hit("b", 60)).remaining == 59  # "b" (10 s from full) was the one dropped
+
+
+@pytest.mark.anyio
+async def test_strangers_filling_the_table_never_refuse_an_account_or_a_newcomer() -> None:
+    """The reviewer's flood: registrations from ever new IPv6 /64s filled a 64 KiB table, and every caller without
+    a live bucket got 429 (the owner's API, MCP and dashboard calls). Now the strangers' buckets make room for each
+    other, an account's bucket is kept through it, and a new caller is let in."""
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock, max_bytes=1 << 16)
+    own = "account:1.1700000000000000:full"
+    spent = [await limiter.hit(own, 60) for _ in range(20)]
+    assert spent[-1].remaining == 40
+    for i in range(5_000):
+        clock.now += 0.0001
+        assert (await limiter.hit(f"register:2001:db8:{i:x}::/64", 5, period=3600)).allowed
+    assert limiter.bytes <= 1 << 16
+    mine = await limiter.hit(own, 60)
+    assert (mine.allowed, mine.remaining) == (True, 39)  # not a fresh bucket: the account's was kept
+    assert (await limiter.hit("ip:198.51.100.7", 60)).allowed
+    assert (await limiter.hit("account:2.1700000000000000:session", 60)).allowed
+
+
+@pytest.mark.anyio
+async def test_a_table_of_accounts_only_refuses_anonymous_newcomers(caplog: pytest.LogCaptureFixture) -> None:
+    """Accounts' buckets go only for other accounts: a table holding nothing else refuses a stranger (as if its
+    bucket were empty) and still admits an account."""
+    clock = FakeClock()
+    limiter = MemoryRateLimiter(clock=clock, max_keys=2)
+    for n in (1, 2):
+        assert (await limiter.hit(f"account:{n}:full", 60, cost=30)).allowed
+    refused = await limiter.hit("ip:203.0.113.9", 60)
+    assert (refused.allowed, refused.remaining, refused.retry_after) == (False, 0, 1)
+    assert (await limiter.hit("account:3:full", 60)).allowed
+    assert len(limiter) == 2
+    clock.now += 31  # all full again: gone
+    assert (await limiter.hit("ip:203.0.113.9", 60)).allowed
+
+
+@pytest.mark.anyio
+async def test_the_table_is_crowded_from_half_full() -> None:
+    limiter = MemoryRateLimiter(clock=FakeClock(), max_keys=4)
+    await limiter.hit("a", 60)
+    assert not limiter.crowded
+    await limiter.hit("b", 60)
+    assert limiter.crowded
+
+
+async def check_give_back(limiter: RateLimiter) -> None:
+    await burst(limiter, "given", 5, 3)
+    await limiter.give_back("given", 5)
+    assert (await limiter.hit("given", 5)).remaining == 2  # 5 - 3 + 1 - 1
+    await limiter.give_back("never-hit", 5)  # nothing to give back to: no bucket is made
+
+
+@pytest.mark.anyio
+async def test_memory_give_back_returns_tokens_and_drops_a_full_bucket() -> None:
+    limiter = MemoryRateLimiter(clock=FakeClock())
+    await check_give_back(limiter)
+    assert len(limiter) == 1
+    await limiter.hit("once", 5, period=3600)
+    await limiter.give_back("once", 5, period=3600)
+    assert len(limiter) == 1 and limiter.bytes > 0  # "once" is full again: it holds no room
+
+
+@pytest.mark.anyio
+async def test_redis_give_back_returns_tokens_and_drops_a_full_bucket(rds: RedisCase) -> None:
+    limiter = rds.limiter()
+    await check_give_back(limiter)
+    assert not await rds.client.exists(rds.prefix + "never-hit")
+    await limiter.hit("once", 5, period=3600)
+    await limiter.give_back("once", 5, period=3600)
+    assert not await rds.client.exists(rds.prefix + "once")
 
 
 @pytest.mark.anyio

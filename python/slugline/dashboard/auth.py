@@ -75,8 +75,8 @@ async def _sign_in(request: Request, mode: str) -> Response:
             made = await run_in_threadpool(accounts.login, rt, data)
         else:
             parse(Credentials, data)  # as in /auth/register: a refused form does not use up the address's quota
-            await limits.check_register(rt, ip)
-            made = await run_in_threadpool(accounts.register, rt, data)
+            async with limits.registering(rt, ip):
+                made = await run_in_threadpool(accounts.register, rt, data)
     except ServiceError as exc:
         errors = field_errors(exc.message, FIELDS)
         return render(

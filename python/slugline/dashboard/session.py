@@ -95,7 +95,7 @@ async def visitor(request: Request) -> Visitor:
     if found is None:
         found = request.scope[VISITOR_KEY] = await _identify(request)  # the error page asks again: no second draw
         rt = found.rt
-        buckets = limits.api_buckets(rt.settings, found.caller, client_ip(request.scope))
+        buckets = limits.api_buckets(rt, found.caller, client_ip(request.scope))
         decision = await limits.draw(rt, buckets)
         if not decision.allowed:
             message = f"rate limit exceeded: retry in {decision.retry_after} s"

@@ -51,6 +51,11 @@ class Decision:
 class RateLimiter(Protocol):
     async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision: ...
 
+    async def give_back(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> None: ...
+
+    @property
+    def crowded(self) -> bool: ...
+
 
 def _check(per_minute: int, cost: int, period: float) -> None:
     if per_minute < 1:
@@ -76,14 +81,19 @@ _State = tuple[float, float, float]  # an in-process bucket: tokens, updated at,
 class MemoryRateLimiter:
     """Buckets in this process, at most `max_keys` of them in `max_bytes`.
 
-    Not a `common.bounded.BoundedCache`: a bucket still refilling is never evicted, so a flood of keys resets no limit.
+    Not a `common.bounded.BoundedCache`: which bucket goes to make room matters. Only buckets that are not full are
+    kept (a full bucket is the same as none), and each goes as soon as it has refilled, so the table holds the callers
+    that are spending, not every caller ever seen.
 
-    Only buckets that are not full are kept (a full bucket is the same as none), and each goes as soon as it has
-    refilled, so the table holds the callers that are spending, not every caller ever seen. A bucket that is not full
-    is never dropped to make room: it would come back full, and filling the table (with logins of made-up usernames,
-    say) would reset everyone's limits. When the table is full of buckets still refilling, a key without a bucket
-    is refused as if its bucket were empty (fail closed, logged once until one is admitted again): its caller waits
-    for a moment, where dropping any bucket would hand some caller a full one."""
+    When the table is full, a newcomer is never refused for want of room (that refused an account's own calls once
+    strangers had filled the table with registrations from many addresses). Instead the least useful bucket goes:
+    an anonymous one (any key but an account's, `PROTECTED`) before an account's, and of those the one that would be
+    full again soonest, which is the one whose caller gains least by finding it full early. So filling the table
+    with sign-ins of made-up names (full again within seconds) never frees a registration bucket spent for the hour.
+    The IPv6 addresses that name anonymous buckets are taken in wider blocks while the table is `crowded`
+    (`slugline.limits.rules.ip_key`), so one network cannot fill it with its many /64s."""
+
+    PROTECTED = "account:"  # the prefix of the buckets that go only when nothing anonymous is left to drop
 
     def __init__(
         self, *, clock: Callable[[], float] = time.monotonic, max_keys: int = MAX_KEYS, max_bytes: int = MAX_BYTES
@@ -92,11 +102,17 @@ class MemoryRateLimiter:
         self._max_keys = max_keys
         self._max_bytes = max_bytes
         self._buckets: dict[str, _State] = {}
-        # (full again at, key), soonest first; an entry whose bucket has changed since is stale and skipped.
-        self._refills: list[tuple[float, str]] = []
+        # Per kind (protected or not): (full again at, key), soonest first; an entry whose bucket has changed since
+        # is stale and skipped.
+        self._refills: dict[bool, list[tuple[float, str]]] = {False: [], True: []}
         self._bytes = 0
-        self._refusing = False  # refusing newcomers for want of room (logged once per episode)
+        self._evicting = False  # making room by dropping buckets (logged once per episode)
         self._lock = threading.Lock()
+
+    @property
+    def crowded(self) -> bool:
+        """Whether the table is at least half full: anonymous buckets are then named by wider address blocks."""
+        return 2 * len(self._buckets) >= self._max_keys or 2 * self._bytes >= self._max_bytes
 
     async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision:
         _check(per_minute, cost, period)
@@ -105,18 +121,40 @@ class MemoryRateLimiter:
             self._drop_refilled(now)
             found = self._buckets.get(key)
             if found is None:
-                if not self._room_for(key):
-                    return _decide(False, 0.0, per_minute, cost, period)
                 tokens = float(per_minute)
             else:
                 tokens = min(float(per_minute), found[0] + max(0.0, now - found[1]) * per_minute / period)
             allowed = tokens >= cost
             if allowed:
                 tokens -= cost
+            if found is None and tokens < per_minute and not self._room_for(key):
+                return _decide(False, 0.0, per_minute, cost, period)
             self._keep(key, found, tokens, now, per_minute, period)
         return _decide(allowed, tokens, per_minute, cost, period)
 
-    def _keep(self, key: str, found: _State | None, tokens: float, now: float, per_minute: int, period: float) -> None:
+    async def give_back(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> None:
+        """Return `cost` tokens taken by a call that turned out not to count (a registration refused as a conflict):
+        the bucket is as if the call had not been made, and goes if that leaves it full."""
+        _check(per_minute, cost, period)
+        with self._lock:
+            now = self._clock()
+            found = self._buckets.get(key)
+            if found is None:
+                return
+            tokens = min(float(per_minute), found[0] + max(0.0, now - found[1]) * per_minute / period + cost)
+            self._keep(key, found, tokens, now, per_minute, period, returned=True)
+
+    def _keep(
+        self,
+        key: str,
+        found: _State | None,
+        tokens: float,
+        now: float,
+        per_minute: int,
+        period: float,
+        *,
+        returned: bool = False,
+    ) -> None:
         """Store the bucket's level after a hit, with when it will be full again; a full one is not kept."""
         if tokens >= per_minute:
             if found is not None:
@@ -124,38 +162,59 @@ class MemoryRateLimiter:
                 self._bytes -= _bucket_bytes(key)
             return
         full_at = now + (per_minute - tokens) * period / per_minute
-        if found is not None and full_at <= found[2]:  # nothing taken (a refusal): full when the heap says already
+        if found is not None and full_at <= found[2] and not returned:  # a refusal: full when the heap says already
             self._buckets[key] = (tokens, now, found[2])
             return
         if found is None:
             self._bytes += _bucket_bytes(key)
         self._buckets[key] = (tokens, now, full_at)
-        heapq.heappush(self._refills, (full_at, key))
-        if len(self._refills) > 2 * len(self._buckets) + 64:  # stale entries: rebuilt once per table's worth of hits
-            self._refills = [(state[2], name) for name, state in self._buckets.items()]
-            heapq.heapify(self._refills)
+        refills = self._refills[key.startswith(self.PROTECTED)]
+        heapq.heappush(refills, (full_at, key))
+        if len(refills) > 2 * len(self._buckets) + 64:  # stale entries: rebuilt once per table's worth of hits
+            self._rebuild_refills()
+
+    def _rebuild_refills(self) -> None:
+        self._refills = {False: [], True: []}
+        for name, state in self._buckets.items():
+            self._refills[name.startswith(self.PROTECTED)].append((state[2], name))
+        for refills in self._refills.values():
+            heapq.heapify(refills)
 
     def _drop_refilled(self, now: float) -> None:
-        refills = self._refills
-        while refills and refills[0][0] <= now:
-            full_at, key = heapq.heappop(refills)
-            state = self._buckets.get(key)
-            if state is not None and state[2] == full_at:
-                del self._buckets[key]
-                self._bytes -= _bucket_bytes(key)
+        for refills in self._refills.values():
+            while refills and refills[0][0] <= now:
+                self._pop(refills)
+
+    def _pop(self, refills: list[tuple[float, str]]) -> bool:
+        """Take the soonest entry off a refill heap, dropping its bucket if the entry is current."""
+        full_at, key = heapq.heappop(refills)
+        state = self._buckets.get(key)
+        if state is None or state[2] != full_at:
+            return False
+        del self._buckets[key]
+        self._bytes -= _bucket_bytes(key)
+        return True
 
     def _room_for(self, key: str) -> bool:
-        if len(self._buckets) < self._max_keys and self._bytes + _bucket_bytes(key) <= self._max_bytes:
-            self._refusing = False
-            return True
-        if not self._refusing:
-            self._refusing = True
+        """Make room for `key`'s bucket by dropping others: anonymous ones first, soonest full first, and an account's
+        only for another account's. False only when the table holds nothing else it may drop (a table full of
+        accounts' buckets refuses an anonymous newcomer, as if its bucket were empty)."""
+        need = _bucket_bytes(key)
+        dropped = 0
+        for protected in (False, True) if key.startswith(self.PROTECTED) else (False,):
+            refills = self._refills[protected]
+            while refills and (len(self._buckets) >= self._max_keys or self._bytes + need > self._max_bytes):
+                dropped += self._pop(refills)
+        if dropped and not self._evicting:
+            self._evicting = True
             log.warning(
-                "rate-limit table full (%d buckets, %d bytes, none refilled yet): callers without a bucket are refused",
+                "rate-limit table full (%d buckets, %d bytes): the buckets soonest full again make room",
                 len(self._buckets),
                 self._bytes,
             )
-        return False
+        elif not dropped:
+            self._evicting = False
+        return len(self._buckets) < self._max_keys and self._bytes + need <= self._max_bytes
 
     def __len__(self) -> int:
         return len(self._buckets)
@@ -189,6 +248,26 @@ return {allowed, string.format('%.17g', tokens)}
 """
 
 
+# The same bucket given `cost` tokens back (ARGV as above); a bucket full again is deleted.
+_GIVE_BACK = """
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+if not state[1] then return 0 end
+local capacity = tonumber(ARGV[1])
+local period = tonumber(ARGV[3])
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000000 + tonumber(now_parts[2])
+local tokens = math.min(capacity, tonumber(state[1]) + math.max(0, now - tonumber(state[2])) * capacity / period
+  + tonumber(ARGV[2]))
+if tokens >= capacity then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%d', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) * period / 1000 / capacity) + 1000)
+return 1
+"""
+
+
 class RedisRateLimiter:
     """Buckets in Redis, so every worker and host draws from the same one."""
 
@@ -196,6 +275,9 @@ class RedisRateLimiter:
         self._client = client
         self._prefix = prefix
         self._script = client.register_script(_SCRIPT)  # EVALSHA, loading the script again on NOSCRIPT
+        self._give_back = client.register_script(_GIVE_BACK)
+
+    crowded = False  # Redis keeps what it is given; its own memory limits are its operator's
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> RedisRateLimiter:
@@ -207,6 +289,10 @@ class RedisRateLimiter:
         args = [per_minute, cost, round(period * 1_000_000)]
         allowed, tokens = await self._script(keys=[self._prefix + key], args=args)
         return _decide(bool(allowed), float(tokens), per_minute, cost, period)
+
+    async def give_back(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> None:
+        _check(per_minute, cost, period)
+        await self._give_back(keys=[self._prefix + key], args=[per_minute, cost, round(period * 1_000_000)])
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -238,6 +324,21 @@ class FailOpenRateLimiter:
             log.warning("Redis answers again: rate limits are shared again")
             self._local_until = None
         return decision
+
+    @property
+    def crowded(self) -> bool:
+        return self._local_until is not None and self._local.crowded
+
+    async def give_back(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> None:
+        """To whichever store the call was taken from as far as anyone can tell: the local buckets while Redis is
+        away, else Redis (a failure to give back is only logged: the caller waits a little longer)."""
+        if self._local_until is not None:
+            await self._local.give_back(key, per_minute, cost, period)
+            return
+        try:
+            await self._shared.give_back(key, per_minute, cost, period)
+        except (redis.RedisError, OSError) as exc:
+            log.warning("Redis unreachable (%s): a refused call's token was not given back", exc)
 
     async def aclose(self) -> None:
         await self._shared.aclose()

@@ -1,7 +1,9 @@
 """Rate-limit rules: which buckets a call draws from and how large they are. The buckets themselves are
 `slugline.limits.buckets`; the middleware and the endpoints with limits of their own only apply these rules.
 
-A caller's IP names its anonymous bucket; IPv6 callers are bucketed by their /64, the block one subscriber gets.
+A caller's IP names its anonymous bucket; IPv6 callers are bucketed by their /64, the block one subscriber gets, or
+by their /48, a site's, while the in-process table is crowded (`MemoryRateLimiter.crowded`): one network's many /64s
+then cannot fill it.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from ipaddress import IPv6Network, ip_address
+from typing import Literal
 
 from slugline.common.caller import Caller
-from slugline.common.errors import RateLimited
+from slugline.common.errors import Conflict, RateLimited
 from slugline.limits.buckets import Decision
 from slugline.limits.gates import Busy
 from slugline.runtime import Runtime
-from slugline.settings import Settings
 
 LOGIN_NAME_CHARS = 64  # of the username that names a login bucket; longer names cannot exist anyway
 HOUR = 3600.0
@@ -28,15 +30,20 @@ BUSY_RETRY_AFTER = 1  # seconds: a slot frees as soon as one request of the acco
 Bucket = tuple[str, int]
 
 
-def ip_key(ip: str) -> str:
-    """The part of an address that names its buckets: the whole IPv4 address, an IPv6 address's /64."""
-    return _ip_key(ip) if len(ip) <= MAX_REMEMBERED_ADDRESS else _parse_ip_key(ip)
+def ip_key(ip: str, prefix: Literal[64, 48] = 64) -> str:
+    """The part of an address that names its buckets: the whole IPv4 address, an IPv6 address's /64 (or /48)."""
+    return _ip_key(ip, prefix) if len(ip) <= MAX_REMEMBERED_ADDRESS else _parse_ip_key(ip, prefix)
+
+
+def address(rt: Runtime, ip: str) -> str:
+    """`ip_key` at the width the limiter's table calls for now: a /48 for IPv6 while it is crowded."""
+    return ip_key(ip, 48 if rt.limiter.crowded else 64)
 
 
 MAX_REMEMBERED_ADDRESS = 64  # characters; a longer "address" (a proxy may forward anything) is worked out each time
 
 
-def _parse_ip_key(ip: str) -> str:
+def _parse_ip_key(ip: str, prefix: int = 64) -> str:
     try:
         addr = ip_address(ip)
     except ValueError:  # not an address (the test client's "testclient"): the string itself
@@ -45,17 +52,18 @@ def _parse_ip_key(ip: str) -> str:
         return str(addr)
     if addr.ipv4_mapped is not None:
         return str(addr.ipv4_mapped)
-    return str(IPv6Network((int(addr) >> 64 << 64, 64)))
+    host = 128 - prefix
+    return str(IPv6Network((int(addr) >> host << host, prefix)))
 
 
 _ip_key = functools.lru_cache(maxsize=4096)(_parse_ip_key)  # parsing an address took 2.5% of a `GET /me`
 
 
-def anonymous_bucket(settings: Settings, ip: str) -> Bucket:
-    return f"ip:{ip_key(ip)}", settings.rate_limit_anonymous
+def anonymous_bucket(rt: Runtime, ip: str) -> Bucket:
+    return f"ip:{address(rt, ip)}", rt.settings.rate_limit_anonymous
 
 
-def api_buckets(settings: Settings, caller: Caller | None, ip: str) -> list[Bucket]:
+def api_buckets(rt: Runtime, caller: Caller | None, ip: str) -> list[Bucket]:
     """Every /api and /mcp call, and every dashboard page (its session cookie is a session token). An API key of a
     developer or pro account draws from its own bucket at its plan's rate. Anyone else draws from their IP's
     anonymous bucket; a session token or a free-plan key also from its own bucket (at the anonymous rate), so a token
@@ -65,7 +73,8 @@ def api_buckets(settings: Settings, caller: Caller | None, ip: str) -> list[Buck
     and a key replaced (POST /api-key) is the same key to the limit, or replacing it once a second would give a
     fresh budget every time. An OAuth access token acts as the key of its grant's scope, so every token of every
     grant of the account, refreshed or not, draws from that key's bucket: a refresh never gives a fresh budget."""
-    anonymous = anonymous_bucket(settings, ip)
+    settings = rt.settings
+    anonymous = anonymous_bucket(rt, ip)
     if caller is None:
         return [anonymous]
     rate = {"pro": settings.rate_limit_pro, "developer": settings.rate_limit_developer}
@@ -102,7 +111,7 @@ async def _password_hashes(rt: Runtime, ip: str, cost: int = 1) -> Decision:
     """argon2 is the most expensive thing an anonymous caller can ask for: bound it per IP, whichever form asks.
     With `cost=0`, whether one hash is left, spending nothing: refused when none is."""
     per_minute = rt.settings.rate_limit_password_hashes
-    decision = await rt.limiter.hit(f"argon2:{ip_key(ip)}", per_minute, cost)
+    decision = await rt.limiter.hit(f"argon2:{address(rt, ip)}", per_minute, cost)
     if cost == 0 and decision.remaining < 1:  # the next token is at most one interval away
         return Decision(False, per_minute, 0, decision.reset, max(1, math.ceil(60 / per_minute)))
     return decision
@@ -118,7 +127,7 @@ async def check_login(rt: Runtime, ip: str, username: str) -> None:
     if not decision.allowed:
         raise RateLimited("too many password checks from this address", decision.retry_after)
     name = username.lower()[:LOGIN_NAME_CHARS]
-    decision = await rt.limiter.hit(f"login:{ip_key(ip)}:{name}", rt.settings.rate_limit_login)
+    decision = await rt.limiter.hit(f"login:{address(rt, ip)}:{name}", rt.settings.rate_limit_login)
     if not decision.allowed:
         raise RateLimited("too many login attempts", decision.retry_after)
     decision = await _password_hashes(rt, ip)
@@ -126,21 +135,31 @@ async def check_login(rt: Runtime, ip: str, username: str) -> None:
         raise RateLimited("too many password checks from this address", decision.retry_after)
 
 
-async def check_register(rt: Runtime, ip: str) -> None:
-    """Registrations per IP and hour: each one hands out a session token and costs an argon2 hash."""
-    decision = await rt.limiter.hit(f"register:{ip_key(ip)}", rt.settings.rate_limit_register, period=HOUR)
+@asynccontextmanager
+async def registering(rt: Runtime, ip: str) -> AsyncIterator[None]:
+    """Registrations per IP and hour: each one hands out a session token and costs an argon2 hash. One refused as a
+    conflict (the username is taken) gives its registration back: it made nothing, and it leaves no bucket behind
+    for the table to hold (its password hash stays spent: the hash was made)."""
+    bucket, per_hour = f"register:{address(rt, ip)}", rt.settings.rate_limit_register
+    decision = await rt.limiter.hit(bucket, per_hour, period=HOUR)
     if not decision.allowed:
         raise RateLimited("too many registrations from this address", decision.retry_after)
     decision = await _password_hashes(rt, ip)
     if not decision.allowed:
+        await rt.limiter.give_back(bucket, per_hour, period=HOUR)
         raise RateLimited("too many password checks from this address", decision.retry_after)
+    try:
+        yield
+    except Conflict:
+        await rt.limiter.give_back(bucket, per_hour, period=HOUR)
+        raise
 
 
 async def check_anonymous_fetch(rt: Runtime, ip: str, message: str) -> None:
     """A fetch of a URL an anonymous caller chose (`/analyze` without a key, an OAuth Client ID Metadata Document):
     each costs a DNS lookup and up to 5 s of a stranger's server, whichever endpoint asks, so they share one budget
     per IP. RateLimited with `message` past it."""
-    decision = await rt.limiter.hit(f"fetches:{ip_key(ip)}", rt.settings.rate_limit_analyze_anonymous)
+    decision = await rt.limiter.hit(f"fetches:{address(rt, ip)}", rt.settings.rate_limit_analyze_anonymous)
     if not decision.allowed:
         raise RateLimited(message, decision.retry_after)
 
@@ -155,7 +174,7 @@ async def unlock_attempt(rt: Runtime, ip: str, link_id: str) -> Decision:
     decision = await _password_hashes(rt, ip, cost=0)
     if not decision.allowed:
         return decision
-    decision = await rt.limiter.hit(f"unlock:{ip_key(ip)}:{link_id}", rt.settings.rate_limit_unlock)
+    decision = await rt.limiter.hit(f"unlock:{address(rt, ip)}:{link_id}", rt.settings.rate_limit_unlock)
     if not decision.allowed:
         return decision
     return await _password_hashes(rt, ip)

@@ -62,12 +62,12 @@ class RateLimitMiddleware:
         the IP's limit is spent a call costs no thread and no database read. The answers are those of resolving
         first: the same buckets, drawn in the same order, and a 429 comes before a 401 either way."""
         ip = client_ip(scope)
-        early = limits.anonymous_bucket(rt.settings, ip) if always_anonymous(scope) else None
+        early = limits.anonymous_bucket(rt, ip) if always_anonymous(scope) else None
         drawn = []
         if early is not None:
             drawn.append(await rt.limiter.hit(*early))
             if not drawn[0].allowed:
                 return drawn[0]
         identity = await identify(rt, scope)
-        buckets = limits.api_buckets(rt.settings, identity.caller, ip)
+        buckets = limits.api_buckets(rt, identity.caller, ip)
         return await limits.draw(rt, [bucket for bucket in buckets if bucket != early], drawn)

@@ -24,8 +24,8 @@ router = APIRouter(prefix="/auth", tags=["auth"])
 )
 async def register(rt: RuntimeDep, request: Request, body: JsonBody) -> JSON:
     parse(Credentials, body)  # a request refused as invalid does not use up the address's registrations
-    await limits.check_register(rt, client_ip(request.scope))
-    return JSON(await run_in_threadpool(accounts.register, rt, body), status_code=201)
+    async with limits.registering(rt, client_ip(request.scope)):
+        return JSON(await run_in_threadpool(accounts.register, rt, body), status_code=201)
 
 
 @router.post("/login", openapi_extra=body_schema(Credentials), summary="Log in; returns a session token")
