@@ -58,6 +58,7 @@ def test_each_asset_is_served_with_its_type_and_cached_for_a_year(client: TestCl
         assert asset.headers["content-type"] == TYPES[url[url.rindex(".") :]], url
         assert asset.headers["cache-control"] == "public, max-age=31536000, immutable", url
         assert asset.headers["x-content-type-options"] == "nosniff", url
+        assert "ratelimit-limit" not in asset.headers, url  # static files, as the dashboard's: not rate limited
 
 
 @SQLITE_ONLY

@@ -19,7 +19,8 @@ from slugline.runtime import Runtime
 from slugline.web.identity import always_anonymous, identify
 from slugline.web.request import client_ip
 
-UNLIMITED_PATHS = frozenset({"/api/v1/health", "/api/v1/docs", "/api/v1/openapi.json", "/api/v1/docs/oauth2-redirect"})
+UNLIMITED_PATHS = frozenset({"/api/v1/health", "/api/v1/docs", "/api/v1/openapi.json"})
+UNLIMITED_PREFIX = "/api/v1/docs/assets/"  # the API docs' static files, as the dashboard's are
 NO_STORE = (b"cache-control", b"no-store")
 
 Headers = list[tuple[bytes, bytes]]
@@ -35,7 +36,7 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         extra: Headers = []
-        if path not in UNLIMITED_PATHS:
+        if path not in UNLIMITED_PATHS and not path.startswith(UNLIMITED_PREFIX):
             decision = await self._limit(scope["app"].state.runtime, scope)
             extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
             if not decision.allowed:
