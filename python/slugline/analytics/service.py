@@ -10,6 +10,7 @@ sketch above that (standard error 1.6%).
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
+from itertools import islice
 from typing import Any
 
 import anyio.to_thread
@@ -151,9 +152,12 @@ def _series(answer: dict[str, Any], interval: str, first: date, last: date) -> l
 
 
 def _with_other(name: str, rows: list[tuple[str, int]], total: int) -> list[dict[str, Any]]:
-    """The top entries, and an OTHER row with the clicks of every entry past them."""
-    out: list[dict[str, Any]] = [{name: value, "clicks": int(n)} for value, n in rows[:TOP_ENTRIES]]
-    rest = total - sum(int(n) for _, n in rows[:TOP_ENTRIES])
+    """The top entries, and an OTHER row with the clicks of every entry past them. A cube counts combinations past
+    its bound under OTHER already (`rust_core/cube/mod.rs`): those clicks join the rest, never take a top place, so
+    a flood of sources that filled the cube still gives one OTHER row."""
+    top = list(islice(((value, n) for value, n in rows if value != OTHER), TOP_ENTRIES))
+    out: list[dict[str, Any]] = [{name: value, "clicks": int(n)} for value, n in top]
+    rest = total - sum(int(n) for _, n in top)
     if rest > 0:
         out.append({name: OTHER, "clicks": rest})
     return out
