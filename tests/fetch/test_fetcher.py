@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from slugline.fetch import fetcher
 from slugline.fetch.fetcher import PageMeta, UnsafeURLError, fetch_metadata
-from tests.support.helpers import SQLITE_ONLY
+from tests.support.helpers import SQLITE_ONLY, ClientFactory
 from tests.support.webpages import LOOPBACK, PageServer, respond, serve_pages
 
 PAGE = b"""<!doctype html><html><head><meta charset="utf-8">
@@ -97,8 +97,9 @@ async def test_name_resolving_to_loopback_is_refused(monkeypatch: pytest.MonkeyP
         return [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("127.0.0.1")]
 
     monkeypatch.setattr(fetcher, "_resolve", resolve)
-    with pytest.raises(UnsafeURLError, match=r"127\.0\.0\.1"):
+    with pytest.raises(UnsafeURLError, match="private or reserved address, which is not allowed") as refused:
         await fetch_metadata("http://evil.test/")
+    assert "127.0.0.1" not in str(refused.value)  # what an internal name resolves to is not told
 
 
 @pytest.mark.anyio
@@ -354,3 +355,34 @@ async def test_unparseable_redirect_location_is_a_fetch_error(server: PageServer
     meta = await fetch_metadata(server.url("/go"), allow_networks=LOOPBACK)
     assert (meta.reachable, meta.status, meta.fetch_error) == (False, 302, "invalid redirect location")
     assert meta.redirects == [] and [path for path, _ in server.seen] == ["/go"]
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("url", ["http://intranet.corp.example/", "http://intranet.corp.example:8080/x"])
+def test_anonymous_analyze_never_tells_what_an_internal_name_resolves_to(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    async def resolve(host: str, port: int) -> list[fetcher.IPAddress]:
+        return [ipaddress.ip_address("10.20.30.40"), ipaddress.ip_address("fd12:3456::7")]
+
+    monkeypatch.setattr(fetcher, "_resolve", resolve)
+    strict, _ = make_client(fetch_allow_private=False)
+    res = strict.get("/api/v1/analyze", params={"url": url})
+    assert res.status_code == 422
+    assert res.json() == {"error": "url: url resolves to a private or reserved address, which is not allowed"}
+
+
+@pytest.mark.anyio
+async def test_a_redirect_to_an_internal_name_does_not_tell_its_address(
+    server: PageServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = fetcher._resolve
+
+    async def resolve(host: str, port: int) -> list[fetcher.IPAddress]:
+        return [ipaddress.ip_address("10.20.30.40")] if host == "intranet.corp.example" else await real(host, port)
+
+    monkeypatch.setattr(fetcher, "_resolve", resolve)
+    server.routes["/go"] = respond(302, location="http://intranet.corp.example/admin")
+    with pytest.raises(UnsafeURLError, match="redirects to a refused location") as refused:
+        await fetch_metadata(server.url("/go"), allow_networks=LOOPBACK)
+    assert "10.20.30.40" not in str(refused.value)

@@ -76,10 +76,12 @@ def _is_public(addr: IPAddress) -> bool:
 
 
 def check_address(addr: IPAddress, allow_networks: Sequence[IPNetwork] = ()) -> None:
-    """Raise UnsafeURLError unless `addr` is public or inside one of `allow_networks`."""
+    """Raise UnsafeURLError unless `addr` is public or inside one of `allow_networks`. The message never names the
+    address: anonymous callers read it (/analyze, OAuth metadata documents), and what an internal name resolves to
+    is a map of the network behind this server."""
     if any(addr in net for net in allow_networks) or _is_public(addr):
         return
-    raise UnsafeURLError(f"url resolves to a private or reserved address ({addr})")
+    raise UnsafeURLError("url resolves to a private or reserved address, which is not allowed")
 
 
 def _literal_ip(host: str) -> IPAddress | None:
