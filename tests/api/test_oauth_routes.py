@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 
 from slugline.common.bounds import MAX_CLIENT_LIST, MAX_REDIRECT_URIS, MAX_TITLE, MAX_URL
 from slugline.oauth import documents
+from slugline.oauth.models import OAuthClient
 from slugline.runtime import Runtime
 from slugline.web.request import MAX_BODY
 from tests.support.helpers import SQLITE_ONLY, ClientFactory
@@ -160,3 +161,65 @@ def test_client_id_documents_are_fetched_on_the_ips_budget(
         assert int(refused.headers["retry-after"]) >= 1
     assert len(fetched) == 3  # no lookup past the budget
     assert tc.get("/api/v1/analyze", params={"url": "http://127.0.0.1:9/"}).status_code == 429  # one budget
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "javascript:alert(1)",
+        "JavaScript:alert(document.cookie)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "about:blank",
+        "blob:https://app.example/0b7c",
+        "myapp:/callback",  # a private-use scheme must be reverse-domain style (RFC 8252 §7.1)
+        "http://app.example/callback",  # plain http only on loopback
+        "http://127.0.0.2/callback",
+        "http://localhost.evil.example/callback",
+        "https://app.example/callback#frag",
+        "https://app.example/callback#",
+        "https://user:pw@app.example/callback",
+        "https://app.example;sandbox/callback",
+        'https://app"example/callback',
+    ],
+)
+def test_registration_refuses_redirect_uris_that_are_not_safe(client: TestClient, uri: str) -> None:
+    res = client.post("/oauth/register", json={"redirect_uris": [REDIRECT, uri]})
+    assert res.status_code == 400, res.text
+    body = res.json()
+    assert body["error"] == "invalid_redirect_uri" and body["error_description"].startswith("redirect_uris: "), body
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://app.example/callback",
+        "https://app.example:8443/oauth/cb?x=1",
+        "http://127.0.0.1:8765/callback",
+        "http://[::1]:8765/callback",
+        "http://localhost:3030/callback",
+        "com.example.app:/oauth2redirect",
+        "com.example.app://callback",
+    ],
+)
+def test_registration_takes_https_loopback_and_private_use_redirect_uris(client: TestClient, uri: str) -> None:
+    res = client.post("/oauth/register", json={"redirect_uris": [uri]})
+    assert res.status_code == 201, res.text
+
+
+def test_an_unsafe_redirect_uri_stored_before_the_rule_is_never_redirected_to(
+    runtime: Runtime, client: TestClient
+) -> None:
+    made = client.post("/oauth/register", json={"redirect_uris": [REDIRECT]}).json()
+    with runtime.db.session() as session:  # as a registration made before the rule would have stored it
+        row = session.get(OAuthClient, made["client_id"])
+        assert row is not None
+        row.client_metadata = {**row.client_metadata, "redirect_uris": [REDIRECT, "javascript:alert(1)"]}
+    query = {"client_id": made["client_id"], "response_type": "code", "code_challenge": CHALLENGE}
+    res = client.get(
+        "/oauth/authorize", params={**query, "redirect_uri": "javascript:alert(1)"}, follow_redirects=False
+    )
+    assert res.status_code == 400 and res.json()["error"] == "invalid_request"
+    res = client.get("/oauth/authorize", params={**query, "redirect_uri": REDIRECT}, follow_redirects=False)
+    assert res.status_code == 302 and res.headers["location"].startswith(f"{client.base_url}/oauth/consent?")

@@ -114,3 +114,43 @@ def test_a_changed_authorization_request_is_refused(runtime: Runtime) -> None:
     other = base64.urlsafe_b64encode(base64.urlsafe_b64decode(payload + "==").replace(b'"c"', b'"d"')).decode()
     assert pending.verify(runtime, f"{other.rstrip('=')}.{mac}") is None
     assert pending.verify(runtime, "garbage") is None
+
+
+def _form_action(csp: str) -> str:
+    found = [part.strip() for part in csp.split(";") if part.strip().startswith("form-action")]
+    assert len(found) == 1, csp
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("redirect_uri", "expected"),
+    [
+        ("https://app.example:8443/cb?x=1", "form-action 'self' https://app.example:8443"),
+        ("http://127.0.0.1:8765/cb", "form-action 'self' http://127.0.0.1:8765"),
+        ("http://[::1]:8765/cb", "form-action 'self'"),  # CSP's grammar has no IPv6 literal
+        ("com.example.app:/cb", "form-action 'self' com.example.app:"),
+        ("com.example.app://host;sandbox/cb", "form-action 'self' com.example.app:"),
+        ("https://app.example;sandbox/cb", "form-action 'self'"),
+        ("https://app.example;script-src*/cb", "form-action 'self'"),
+        ('https://app"example/cb', "form-action 'self'"),
+        ("https://app'example/cb", "form-action 'self'"),
+        ("https://app.example\r\nX-Injected: 1/cb", "form-action 'self'"),
+        ("https://app example/cb", "form-action 'self'"),
+        ("https://app.example:99999/cb", "form-action 'self'"),
+        ("javascript:alert(1)", "form-action 'self'"),
+        ("data:text/html,x", "form-action 'self'"),
+    ],
+)
+def test_the_consent_pages_csp_names_only_a_checked_origin(
+    client: TestClient, runtime: Runtime, make_account: Callable[..., Account], redirect_uri: str, expected: str
+) -> None:
+    """The redirect URI reaches the page in a signed request, made after its client's registration was checked; the
+    header is built as if it had not been: a host with `;`, a quote, a space or a line break never reaches it."""
+    sign_in(client, make_account())
+    made = client.post("/oauth/register", json={"client_name": "App", "redirect_uris": [REDIRECT]}).json()
+    request = pending.Pending(made["client_id"], redirect_uri, True, "c" * 43, None, "", f"{client.base_url}/mcp")
+    page = client.get("/oauth/consent", params={"request": pending.sign(runtime, request)})
+    assert page.status_code == 200, page.text
+    csp = page.headers["content-security-policy"]
+    assert _form_action(csp) == expected
+    assert "sandbox" not in csp and "X-Injected" not in str(page.headers) and "script-src*" not in csp

@@ -113,9 +113,14 @@ async def test_refusals(start_server: ServerFactory) -> None:
     server = start_server()
     keys = make_account(server, "quinn")
     async with Person(server, "quinn") as person, httpx.AsyncClient(base_url=server.url) as http:
+        # A wrong verifier spends the code: it has one try, and the right verifier comes too late.
         flow = await by_hand(server, person)
         wrong = await http.post("/oauth/token", data=flow.token_form(code_verifier=pkce()[0]))
         assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+        late = await http.post("/oauth/token", data=flow.token_form())
+        assert late.status_code == 400 and late.json()["error"] == "invalid_grant"
+
+        flow = await by_hand(server, person)
         moved = await http.post("/oauth/token", data=flow.token_form(redirect_uri="http://localhost:3030/other"))
         assert moved.status_code == 400 and moved.json()["error"] == "invalid_request"
         tokens = (await http.post("/oauth/token", data=flow.token_form())).json()

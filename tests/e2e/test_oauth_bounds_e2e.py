@@ -1,6 +1,6 @@
 """The OAuth endpoints' bodies against a real `slugline serve` (Granian delivers a body in pieces, as a client sends
 it): a body past the cap is refused without being read, one held back is refused at the deadline, a multipart form is
-refused before it is parsed, and registration metadata is bounded."""
+refused before it is parsed, and registration metadata is bounded, redirect URIs included."""
 
 from __future__ import annotations
 
@@ -58,3 +58,7 @@ def test_oauth_bodies_are_bounded(start_server: ServerFactory) -> None:
         res = http.post("/oauth/register", json={"redirect_uris": [REDIRECT_URI], "client_name": "n" * 256})
         assert res.status_code == 400 and res.json()["error"] == "invalid_client_metadata"
         assert "client_name: at most 255 characters" in res.json()["error_description"]
+        # A redirect URI the code must never be sent to: refused with RFC 7591's own error.
+        for uri in ("javascript:alert(1)", "http://app.example/callback", "https://app.example/cb#x"):
+            res = http.post("/oauth/register", json={"redirect_uris": [REDIRECT_URI, uri]})
+            assert res.status_code == 400 and res.json()["error"] == "invalid_redirect_uri", res.text

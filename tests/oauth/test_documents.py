@@ -59,6 +59,9 @@ async def test_a_document_registers_its_client_once(runtime: Runtime, monkeypatc
         ),
         ({"client_id": URL, "redirect_uris": "nope"}, "not valid"),
         ({"client_id": URL, "redirect_uris": [REDIRECT], "client_name": "n" * 256}, "client_name: at most 255"),
+        ({"client_id": URL, "redirect_uris": [REDIRECT, "javascript:alert(1)"]}, "redirect_uris: "),
+        ({"client_id": URL, "redirect_uris": ["http://app.example/callback"]}, "redirect_uris: "),
+        ({"client_id": URL, "redirect_uris": [f"{REDIRECT}#x"]}, "redirect_uris: "),
     ],
 )
 async def test_unusable_documents(

@@ -96,7 +96,7 @@ def test_0010_partitions_the_click_log_by_month(pg_url: str) -> None:
             assert figures["total_clicks"] == 12
         with rt.db.engine.connect() as conn:
             rows = conn.execute(text(ROWS)).all()
-        assert migrate.upgrade(rt.db.engine) == (("0009",), ("0010",))
+        assert migrate.upgrade(rt.db.engine, "0010") == (("0009",), ("0010",))
         with rt.db.engine.connect() as conn:
             assert conn.execute(text(ROWS)).all() == rows
             assert partitions.partitioned(conn)

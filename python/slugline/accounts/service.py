@@ -20,6 +20,7 @@ from slugline.common.errors import Conflict, Forbidden, Invalid, NotFound, Unaut
 from slugline.common.inputs import Credentials, Login, PasswordChange
 from slugline.common.models import Account, SessionToken
 from slugline.common.validation import parse
+from slugline.oauth.models import OAuthGrant
 from slugline.runtime import Runtime
 from slugline.settings import PLAN_RANK
 
@@ -106,7 +107,9 @@ def logout(rt: Runtime, caller: Caller, digest: str) -> dict[str, Any]:
 
 def change_password(rt: Runtime, caller: Caller, data: Any, keep_digest: str | None = None) -> None:
     """A new password for the caller's account, given the current one. Every other session is signed out (the one
-    whose keyed hash is `keep_digest` stays); API keys are untouched, they are revoked on their own."""
+    whose keyed hash is `keep_digest` stays), and every OAuth grant ends with its codes and tokens: an app was let in
+    by whoever knew the old password; the owner connects it again. API keys are untouched, they are revoked on their
+    own."""
     body = parse(PasswordChange, data)
     with rt.db.session() as session:
         account = session.get_one(Account, caller.account_id)
@@ -118,6 +121,7 @@ def change_password(rt: Runtime, caller: Caller, data: Any, keep_digest: str | N
                 SessionToken.account_id == account.id, SessionToken.token_hash != (keep_digest or "")
             )
         )
+        session.execute(delete(OAuthGrant).where(OAuthGrant.account_id == account.id))
     callers.forget(rt, caller.account_id)
 
 

@@ -82,8 +82,8 @@ async def authorization_server(request: Request) -> Response:
     )
 
 
-def _provider(request: Request) -> Provider:
-    return Provider(_runtime(request), _base(request), client_ip(request.scope))
+def _provider(request: Request, code_verifier: str | None = None) -> Provider:
+    return Provider(_runtime(request), _base(request), client_ip(request.scope), code_verifier)
 
 
 def _error(status: int, code: str, description: str, headers: dict[str, str] | None = None) -> Response:
@@ -154,9 +154,17 @@ def _limited(handler: Callable[[Provider], Handler], media_type: str) -> Handler
         read = await _read(request, media_type)
         if isinstance(read, Response):
             return read
-        if media_type == FORM and (refused := await _document_refused(read)) is not None:
-            return refused
-        return await handler(_provider(read))(read)
+        verifier = None
+        if media_type == FORM:
+            if (refused := await _document_refused(read)) is not None:
+                return refused
+            # The token request's PKCE verifier, for the provider to check before it treats a spent code as replayed.
+            found = (await read.form()).get("code_verifier")
+            verifier = found if isinstance(found, str) else None
+        try:
+            return await handler(_provider(read, verifier))(read)
+        except RateLimited as exc:  # registration: the caller's address holds too many unused registrations
+            return _error(429, "slow_down", exc.message, exc.headers)
 
     return endpoint
 

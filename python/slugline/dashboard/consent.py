@@ -18,7 +18,7 @@ from slugline.common.caller import Caller
 from slugline.common.errors import ServiceError
 from slugline.dashboard.pages import CSP, read_form, redirect, render
 from slugline.dashboard.session import PageError, Visitor, check_csrf, visitor
-from slugline.oauth import grants, pending
+from slugline.oauth import grants, pending, redirects
 from slugline.oauth.provider import Provider
 from slugline.oauth.tokens import SCOPES
 from slugline.web.request import client_ip, request_base
@@ -68,10 +68,10 @@ async def consent_page(request: Request) -> Response:
         chosen="public" if found.scope.split() == ["public"] else "full",
         signed=signed,
     )
-    # Chromium applies form-action to the redirect that follows the form: allow the client's redirect URI.
-    parts = urlsplit(found.redirect_uri)  # an app's own scheme (cursor://…) has no host: allow the scheme
-    source = f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
-    response.headers["Content-Security-Policy"] = CSP.replace("form-action 'self'", f"form-action 'self' {source}")
+    # Chromium applies form-action to the redirect that follows the form: allow the client's redirect URI, by the
+    # origin (or an app's scheme) rebuilt from its checked parts, never by text copied from it into the header.
+    if (source := redirects.csp_source(found.redirect_uri)) is not None:
+        response.headers["Content-Security-Policy"] = CSP.replace("form-action 'self'", f"form-action 'self' {source}")
     return response
 
 

@@ -22,7 +22,7 @@ from slugline.common.bounded import BoundedCache
 from slugline.common.bounds import MAX_CLIENT_METADATA
 from slugline.fetch import fetcher
 from slugline.limits import rules as limits
-from slugline.oauth import metadata
+from slugline.oauth import metadata, redirects
 from slugline.runtime import Runtime
 
 MAX_DOCUMENT = MAX_CLIENT_METADATA  # bytes of one document (the draft expects a few hundred)
@@ -94,7 +94,7 @@ async def resolve(
         raise DocumentError("the client metadata document's client_id is not its own URL")
     if client.token_endpoint_auth_method not in (None, "none") or not client.redirect_uris:
         raise DocumentError("the client metadata document must list redirect_uris and use no client secret")
-    if (problem := metadata.problem(client)) is not None:
+    if (problem := metadata.problem(client) or redirects.problem(client.redirect_uris)) is not None:
         raise DocumentError(f"the client metadata document is not valid: {problem}")
     client.token_endpoint_auth_method = "none"
     CACHE.put(url, len(body), client)

@@ -1,7 +1,10 @@
 """Grants (connected apps) and the codes and tokens issued under them: consent, exchange, rotation, revocation.
 
 A code or refresh token is spent by an UPDATE that only succeeds once, so two racing exchanges cannot both win; a
-spent one presented again is a replay (RFC 9700 §4.14, OAuth 2.1 §4.1.3) and revokes the whole grant.
+spent one presented again is a replay (RFC 9700 §4.14, OAuth 2.1 §4.1.3) and revokes the whole grant, but only when
+its own client presents it (and, for a code, with its PKCE verifier): anyone else who saw a spent code or token, in
+a log or a Referer, could otherwise disconnect the app by presenting it. A code presented with a wrong verifier is
+spent there and then: a code gets one try.
 """
 
 from __future__ import annotations
@@ -13,8 +16,19 @@ from sqlalchemy import CursorResult, delete, select, update
 
 from slugline.common.caller import Caller
 from slugline.common.clock import isoformat, utcnow
+from slugline.oauth import clients
 from slugline.oauth.models import OAuthGrant, OAuthToken
-from slugline.oauth.tokens import CODE_PREFIX, CODE_TTL, Issued, digest, expired, issue, new_token, well_formed
+from slugline.oauth.tokens import (
+    CODE_PREFIX,
+    CODE_TTL,
+    Issued,
+    digest,
+    expired,
+    issue,
+    new_token,
+    verifies,
+    well_formed,
+)
 from slugline.runtime import Runtime
 
 
@@ -58,6 +72,7 @@ def approve(rt: Runtime, caller: Caller, approval: Approval, redirect_host: str)
         )
         session.add(grant)
         session.flush()
+        clients.consented(session, approval.client_id)
         session.add(
             OAuthToken(
                 token_hash=digest(rt, code),
@@ -73,8 +88,9 @@ def approve(rt: Runtime, caller: Caller, approval: Approval, redirect_host: str)
     return code
 
 
-def load(rt: Runtime, token: str, prefix: str, kind: str) -> Found | None:
-    """The live code/refresh token `token`, or None. A spent one revokes its grant: someone replayed it."""
+def load(rt: Runtime, token: str, prefix: str, kind: str, client_id: str | None = None) -> Found | None:
+    """The live code/refresh token `token`, or None. A spent one revokes its grant: someone replayed it. With
+    `client_id`, a token of another client's grant is None and changes nothing."""
     if not well_formed(token, prefix):
         return None
     with rt.db.session() as session:
@@ -86,12 +102,51 @@ def load(rt: Runtime, token: str, prefix: str, kind: str) -> Found | None:
         if row is None:
             return None
         found, grant = row
+        if client_id is not None and grant.client_id != client_id:
+            return None
         if found.kind == "spent":
             session.execute(delete(OAuthGrant).where(OAuthGrant.id == grant.id))
             return None
         if found.kind != kind or expired(found.expires_at):
             return None
         session.expunge_all()
+        return Found(found, grant)
+
+
+def redeem(rt: Runtime, code: str, client_id: str, verifier: str | None) -> Found | None:
+    """The authorization code `code` as a token request from `client_id` with PKCE `verifier` presents it, checked in
+    this order:
+
+    - unknown, or another client's: None, and nothing changes;
+    - a wrong verifier: a live code is spent (one try). The code is returned all the same, for the SDK's handler to
+      refuse as "incorrect code_verifier" (and should it not, a spent code can no longer be exchanged);
+    - the right verifier on a spent code: a replay, by whoever holds the verifier, which revokes the grant. The code
+      is returned for the SDK's remaining checks, and `exchange` then finds it gone ("already used");
+    - else the live code, for `exchange` to spend.
+    """
+    if not well_formed(code, CODE_PREFIX):
+        return None
+    with rt.db.session() as session:
+        row = session.execute(
+            select(OAuthToken, OAuthGrant)
+            .join(OAuthGrant, OAuthToken.grant_id == OAuthGrant.id)
+            .where(OAuthToken.token_hash == digest(rt, code))
+        ).first()
+        if row is None:
+            return None
+        found, grant = row
+        challenge = found.code_challenge
+        if found.kind not in ("code", "spent") or challenge is None or grant.client_id != client_id:
+            return None
+        session.expunge_all()  # what was read is returned as it was; the statements below change rows only
+        if not verifies(verifier, challenge):
+            session.execute(
+                update(OAuthToken)
+                .where(OAuthToken.token_hash == found.token_hash, OAuthToken.kind == "code")
+                .values(kind="spent")
+            )
+        elif found.kind == "spent":
+            session.execute(delete(OAuthGrant).where(OAuthGrant.id == grant.id))
         return Found(found, grant)
 
 

@@ -19,13 +19,22 @@ from slugline.common.models import Base, Timestamp
 
 class OAuthClient(Base):
     """A client registered through Dynamic Client Registration (RFC 7591). Client ID Metadata Document clients (an
-    https `client_id`) are not stored: their document is the registration."""
+    https `client_id`) are not stored: their document is the registration. Registration is anonymous, so each row
+    names who made it (a keyed hash of the address) and when an owner first consented to it: one that none has
+    expires (`slugline.oauth.clients`)."""
 
     __tablename__ = "oauth_clients"
 
     client_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     client_metadata: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(Timestamp)
+    registered_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    granted_at: Mapped[datetime | None] = mapped_column(Timestamp, nullable=True)
+
+    __table_args__ = (
+        Index("ix_oauth_clients_registered_by", "registered_by", "created_at"),
+        Index("ix_oauth_clients_unused", "granted_at", "created_at"),
+    )
 
 
 class OAuthGrant(Base):

@@ -1,14 +1,14 @@
 """The SDK's authorization-server provider protocol over our storage: the SDK's handlers parse and check the OAuth
 requests (PKCE S256, exact redirect URIs, code expiry, client authentication); this answers what they ask.
 
-One provider per request: the issuer and the audience come from the request's base URL (or SLUGLINE_PUBLIC_URL), and
-a Client ID Metadata Document is fetched on the budget of the request's client address.
+One provider per request: the issuer and the audience come from the request's base URL (or SLUGLINE_PUBLIC_URL), a
+Client ID Metadata Document is fetched on the budget of the request's client address, and a token request's PKCE
+verifier is at hand when its code is loaded (`grants.redeem` checks it before anything else happens to the code).
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import anyio.to_thread
 from mcp.server.auth.provider import (
@@ -23,13 +23,11 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
-from sqlalchemy import select
 
 from slugline import _core
-from slugline.common.clock import as_utc, utcnow
+from slugline.common.clock import as_utc
 from slugline.common.errors import RateLimited
-from slugline.oauth import documents, grants, metadata, pending
-from slugline.oauth.models import OAuthClient
+from slugline.oauth import clients, documents, grants, metadata, pending, redirects
 from slugline.oauth.tokens import (
     ACCESS_PREFIX,
     CODE_PREFIX,
@@ -70,8 +68,8 @@ def _token(issued: Issued) -> OAuthToken:
 
 
 class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
-    def __init__(self, rt: Runtime, base: str, ip: str) -> None:
-        self.rt, self.base, self.ip = rt, base.rstrip("/"), ip
+    def __init__(self, rt: Runtime, base: str, ip: str, code_verifier: str | None = None) -> None:
+        self.rt, self.base, self.ip, self.code_verifier = rt, base.rstrip("/"), ip, code_verifier
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if documents.is_document_url(client_id):
@@ -85,27 +83,26 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
     def _registered(self, client_id: str) -> OAuthClientInformationFull | None:
         if not could_be_registered(client_id):
             return None
-        with self.rt.db.session() as session:
-            row = session.scalar(select(OAuthClient).where(OAuthClient.client_id == client_id))
-            if row is None:
-                return None
-            data: dict[str, Any] = dict(row.client_metadata)
+        data = clients.load(self.rt, client_id)
+        if data is None:
+            return None
+        # A registration stored before the redirect URI rule keeps only the URIs it accepts: never redirected to.
+        data["redirect_uris"] = redirects.accepted(data.get("redirect_uris") or ())
         if data.get("token_endpoint_auth_method") != "none":
             data["client_secret"] = client_secret(self.rt, client_id)
         return OAuthClientInformationFull.model_validate({**data, "client_id": client_id})
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        """Keep a registration (RateLimited, not caught by the SDK's handler, when the caller's address holds too
+        many unused ones: `api.oauth` answers it)."""
         if (problem := metadata.problem(client_info)) is not None:
             raise RegistrationError("invalid_client_metadata", problem)
+        if (problem := redirects.problem(client_info.redirect_uris or ())) is not None:
+            raise RegistrationError("invalid_redirect_uri", problem)
         if client_info.client_secret is not None:
             client_info.client_secret = client_secret(self.rt, client_info.client_id or "")
         data = client_info.model_dump(mode="json", exclude={"client_id", "client_secret"}, exclude_none=True)
-
-        def store() -> None:
-            with self.rt.db.session() as session:
-                session.add(OAuthClient(client_id=client_info.client_id, client_metadata=data, created_at=utcnow()))
-
-        await anyio.to_thread.run_sync(store)
+        await anyio.to_thread.run_sync(clients.store, self.rt, client_info.client_id or "", data, self.ip)
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         resource = params.resource or mcp_resource(self.base)
@@ -125,7 +122,9 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> AuthorizationCode | None:
-        found = await anyio.to_thread.run_sync(grants.load, self.rt, authorization_code, CODE_PREFIX, "code")
+        found = await anyio.to_thread.run_sync(
+            grants.redeem, self.rt, authorization_code, client.client_id or "", self.code_verifier
+        )
         if found is None or found.token.code_challenge is None or found.token.redirect_uri is None:
             return None
         return AuthorizationCode(
@@ -142,10 +141,11 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
-        return await self._exchange(authorization_code.code, CODE_PREFIX, "code")
+        return await self._exchange(authorization_code.code, CODE_PREFIX, "code", client.client_id)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        found = await anyio.to_thread.run_sync(grants.load, self.rt, refresh_token, REFRESH_PREFIX, "refresh")
+        args = (self.rt, refresh_token, REFRESH_PREFIX, "refresh", client.client_id)
+        found = await anyio.to_thread.run_sync(grants.load, *args)
         if found is None:
             return None
         return RefreshToken(
@@ -159,11 +159,11 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        return await self._exchange(refresh_token.token, REFRESH_PREFIX, "refresh")
+        return await self._exchange(refresh_token.token, REFRESH_PREFIX, "refresh", client.client_id)
 
-    async def _exchange(self, token: str, prefix: str, kind: str) -> OAuthToken:
+    async def _exchange(self, token: str, prefix: str, kind: str, client_id: str | None) -> OAuthToken:
         def run() -> Issued | None:
-            found = grants.load(self.rt, token, prefix, kind)
+            found = grants.load(self.rt, token, prefix, kind, client_id)
             return None if found is None else grants.exchange(self.rt, found)
 
         issued = await anyio.to_thread.run_sync(run)

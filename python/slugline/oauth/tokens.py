@@ -8,6 +8,9 @@ instance; nothing about a token is cached.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -41,6 +44,14 @@ def well_formed(token: str, prefix: str) -> bool:
 
 def digest(rt: Runtime, token: str) -> str:
     return _core.hash_key(rt.secret, token)
+
+
+def verifies(verifier: str | None, challenge: str) -> bool:
+    """RFC 7636 S256: the code's challenge is the verifier's SHA-256, base64url without padding."""
+    if verifier is None:
+        return False
+    made = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
+    return hmac.compare_digest(made, challenge.encode())
 
 
 PRM_PATH = "/.well-known/oauth-protected-resource"  # RFC 9728's protected resource metadata
