@@ -224,14 +224,12 @@ impl ClickQueue {
     }
 }
 
-/// A classified batch, and the JSON arrays of its two small statements.
+/// A classified batch, and the JSON array of its links' counters.
 #[derive(Debug, Default)]
 pub struct Encoded {
     pub batch: ClickBatch,
     /// `[link_id, clicks]` for every link of the batch, sorted by id; bots are not counted (0 is possible).
     pub totals: String,
-    /// `[link_id, epoch day, device, source, clicks]` per roll-up group.
-    pub rollup: String,
     /// Distinct links in the batch.
     pub links: usize,
 }
@@ -244,7 +242,7 @@ pub fn days(clicks: &[RawClick]) -> Result<Vec<i64>, ClickError> {
     Ok(days)
 }
 
-/// Classifies (each distinct user agent once), hashes visitors with the day's salt, rolls up, and orders the
+/// Classifies (each distinct user agent once), hashes visitors with the day's salt, and orders the
 /// rows by link id and time (`ClickBatch::sort_by_link_and_time`). Sources and referrer hosts are cut to `max_text` characters (the width of their columns).
 pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usize) -> Result<Encoded, ClickError> {
     let mut batch = ClickBatch::with_cuts(max_text, max_text);
@@ -277,33 +275,14 @@ pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usiz
         batch.push(click.link_id(), click.timestamp(), agent, origin, visitor)?;
     }
     batch.sort_by_link_and_time();
-    let entries = batch.rollup_entries();
-    let mut rollup = JsonRows::with_capacity(entries.len() * 64);
-    for e in &entries {
-        rollup
-            .row()
-            .str(batch.string(e.link))
-            .int(e.day)
-            .str(e.device.name())
-            .str(batch.string(e.source))
-            .int(i64::try_from(e.clicks).unwrap_or(i64::MAX));
-    }
-    let counted: HashMap<&str, u64> = batch.link_totals().into_iter().collect();
-    let mut links: Vec<&str> = entries.iter().map(|e| batch.string(e.link)).collect();
-    links.sort_unstable();
-    links.dedup();
-    let mut totals = JsonRows::with_capacity(links.len() * 32);
-    for link in &links {
-        let n = counted.get(link).copied().unwrap_or(0);
+    let counted = batch.link_counts();
+    let mut totals = JsonRows::with_capacity(counted.len() * 32);
+    for &(link, n) in &counted {
         totals.row().str(link).int(i64::try_from(n).unwrap_or(i64::MAX));
     }
-    let (totals, rollup, links) = (totals.finish(), rollup.finish(), links.len());
-    Ok(Encoded {
-        batch,
-        totals,
-        rollup,
-        links,
-    })
+    let links = counted.len();
+    let totals = totals.finish();
+    Ok(Encoded { batch, totals, links })
 }
 
 /// `YYYY-MM-DD HH:MM:SS.ffffff` in UTC (microseconds truncated): the text SQLAlchemy stores for a DateTime in
@@ -467,7 +446,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_encodes_to_rows_rollups_and_totals() {
+    fn a_batch_encodes_to_rows_and_totals() {
         let clicks = [
             RawClick::new(&args("lnk_b", b"curl/8.0", 86_400.5), CUTS),
             RawClick::new(&args("lnk_a", b"Mozilla/5.0 Chrome/1", 86_402.0), CUTS),
@@ -479,10 +458,6 @@ mod tests {
         let encoded = encode(&clicks, &salts, 255).expect("encode");
         assert_eq!((encoded.batch.len(), encoded.links), (3, 2));
         assert_eq!(encoded.totals, r#"[["lnk_a",2],["lnk_b",0]]"#); // bots are not counted
-        assert_eq!(
-            encoded.rollup,
-            r#"[["lnk_a",1,"other","ééé",2],["lnk_b",1,"bot","ééé",1]]"#
-        );
         let copy = copy_text(&encoded.batch, None);
         let order: Vec<&str> = copy.lines().map(|line| &line[..32]).collect();
         assert_eq!(

@@ -5,6 +5,7 @@ pub mod base62;
 pub mod clickqueue;
 pub mod codec;
 pub mod cube;
+pub mod fasthash;
 pub mod hll;
 pub mod keys;
 pub mod linkjson;

@@ -291,10 +291,6 @@ class EncodedClicks:
         """JSON ``[[link_id, counted], ...]`` for every link of the batch, sorted by id (bots not counted)."""
 
     @property
-    def rollup(self) -> str:
-        """JSON ``[[link_id, epoch_day, device, source, clicks], ...]``."""
-
-    @property
     def links(self) -> int:
         """Distinct links in the batch."""
 

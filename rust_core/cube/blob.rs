@@ -6,10 +6,10 @@
 
 use super::{Cube, Dims, Key, MASKS, NONE};
 use crate::codec::{CodecError, Reader, Writer};
+use crate::fasthash::IdMap;
 use crate::hll::Hll;
 use crate::rollup::intern::Interner;
 use crate::useragent::Device;
-use std::collections::HashMap;
 
 const VERSION: u8 = 1;
 /// Visitor counts are kept in sixteenths: estimates past the exact range have fractions, which only matter summed.
@@ -67,7 +67,7 @@ impl Cube {
             out.str(strings.name(s));
         }
         out.uint(written.len() as u64);
-        let mut position: HashMap<Key, usize> = HashMap::new();
+        let mut position: IdMap<Key, usize> = IdMap::default();
         for (i, &(old, new, n)) in written.iter().enumerate() {
             out.byte(new.device);
             for s in [new.browser, new.os, new.source, new.referrer] {
@@ -96,7 +96,7 @@ impl Cube {
 
     /// The visitors of mask 0 (device, browser, os: what most questions read), kept in the `cube` column, and
     /// the other masks' for the `uniques` column.
-    fn encode_uniques(&self, position: &HashMap<Key, usize>) -> (Vec<u8>, Option<Vec<u8>>) {
+    fn encode_uniques(&self, position: &IdMap<Key, usize>) -> (Vec<u8>, Option<Vec<u8>>) {
         let mut own = Vec::new();
         let mut out = Writer::default();
         for mask in MASKS {
@@ -125,7 +125,7 @@ impl Cube {
         (own, rest)
     }
 
-    fn encode_hours(&self, position: &HashMap<Key, usize>) -> Option<Vec<u8>> {
+    fn encode_hours(&self, position: &IdMap<Key, usize>) -> Option<Vec<u8>> {
         let mut entries: Vec<(u8, usize, i64)> = self
             .hours
             .iter()
@@ -160,7 +160,7 @@ impl Cube {
         Some(out.finish())
     }
 
-    fn encode_sketches(&self, position: &HashMap<Key, usize>) -> Option<Vec<u8>> {
+    fn encode_sketches(&self, position: &IdMap<Key, usize>) -> Option<Vec<u8>> {
         let mut entries: Vec<(u8, usize, &Hll)> = self
             .sketches
             .iter()

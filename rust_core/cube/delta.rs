@@ -1,9 +1,9 @@
 //! What a click batch adds to the cubes, and moving a link's cubes in or out of its account's views.
 
 use super::{Cube, Dims, DAY, MASKS, MONTH, NONE};
+use crate::fasthash::IdMap;
 use crate::rollup::ClickBatch;
 use crate::useragent::Device;
-use std::collections::HashMap;
 
 /// A cube's row: (account id, scope, level, bucket). Scope `""` is every link of the account, `"p"` its
 /// public and unlisted links (what a public-only key sees), anything else one link's id.
@@ -106,7 +106,7 @@ pub type StoredClick<'a, 'b> = (
 
 /// The cubes a batch's clicks make, bots and links without an owner left out: each link's day and month,
 /// and the same for its account's views, which also count clicks per link.
-pub fn batch_cubes(batch: &ClickBatch, owners: &HashMap<String, Owner>) -> HashMap<CubeKey, Cube> {
+pub fn batch_cubes(batch: &ClickBatch, owners: &IdMap<String, Owner>) -> IdMap<CubeKey, Cube> {
     click_cubes(batch.rows(), owners, true)
 }
 
@@ -127,11 +127,11 @@ type Group = (Place, i64, u8, Place, Place, Place, Option<Place>);
 /// and levels.
 pub fn click_cubes<'a, 'b>(
     clicks: impl Iterator<Item = StoredClick<'a, 'b>>,
-    owners: &HashMap<String, Owner>,
+    owners: &IdMap<String, Owner>,
     views: bool,
-) -> HashMap<CubeKey, Cube> {
-    let mut counts: HashMap<(Group, u8), (Parts<'a, 'b>, &'a str, i64)> = HashMap::new();
-    let mut visitors: HashMap<Group, (Parts<'a, 'b>, &'a str, Vec<u32>)> = HashMap::new();
+) -> IdMap<CubeKey, Cube> {
+    let mut counts: IdMap<(Group, u8), (Parts<'a, 'b>, &'a str, i64)> = IdMap::default();
+    let mut visitors: IdMap<Group, (Parts<'a, 'b>, &'a str, Vec<u32>)> = IdMap::default();
     for (link, timestamp, device, browser, os, source, referrer, visitor) in clicks {
         let (Some(_), Some(device)) = (owners.get(link), Device::ALL.iter().position(|d| d.name() == device)) else {
             continue;
@@ -165,7 +165,7 @@ pub fn click_cubes<'a, 'b>(
             .2
             .push(visitor_bits(visitor));
     }
-    let mut cubes: HashMap<CubeKey, Cube> = HashMap::new();
+    let mut cubes: IdMap<CubeKey, Cube> = IdMap::default();
     for (&((_, day, ..), hour), (parts, link, n)) in &counts {
         for (scope, per_link, account) in scopes(owners, link, views) {
             let counted = per_link.then_some(*link);
@@ -198,7 +198,7 @@ pub fn click_cubes<'a, 'b>(
 }
 
 /// The views a link's clicks count in: (scope, whether per-link counts are kept, account).
-fn scopes<'s>(owners: &HashMap<String, Owner>, link: &'s str, views: bool) -> Vec<(&'s str, bool, i64)> {
+fn scopes<'s>(owners: &IdMap<String, Owner>, link: &'s str, views: bool) -> Vec<(&'s str, bool, i64)> {
     let Some(owner) = owners.get(link) else {
         return Vec::new();
     };

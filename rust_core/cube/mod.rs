@@ -14,9 +14,9 @@ mod blob;
 pub mod delta;
 pub mod query;
 
+use crate::fasthash::{IdMap, IdSet};
 use crate::hll::Hll;
 use crate::rollup::intern::Interner;
-use std::collections::HashMap;
 
 pub use blob::Blobs;
 
@@ -28,6 +28,10 @@ pub const MASKS: [u8; 4] = [0, 1, 2, 3];
 /// Sources and referrers are whatever visitors send, so without this anyone could make a cube, and every
 /// question that reads it, as large as the clicks they can make.
 pub const MAX_COMBOS: usize = 10_000;
+/// Distinct sources, and distinct referrer hosts, a cube keeps apart; past them a new one counts as `OTHER`.
+/// Without it a flood of made-up sources (a new `utm_source` on every click) filled a day's cube with 10,000
+/// combinations and their visitor keys, half a megabyte that every question about that day read again.
+pub const MAX_VALUES: usize = 1_000;
 pub const OTHER: &str = "(other)";
 pub const DAY: u8 = 0;
 pub const MONTH: u8 = 1;
@@ -58,14 +62,49 @@ pub type Key = (u8, Dims);
 #[derive(Debug, Default)]
 pub struct Cube {
     pub strings: Interner,
-    pub combos: HashMap<Dims, i64>,
-    pub hours: HashMap<(u8, Dims), i64>,
-    pub links: HashMap<String, i64>,
-    pub uniques: HashMap<Key, f64>,
-    pub sketches: HashMap<Key, Hll>,
+    pub combos: IdMap<Dims, i64>,
+    pub hours: IdMap<(u8, Dims), i64>,
+    pub links: IdMap<String, i64>,
+    pub uniques: IdMap<Key, f64>,
+    pub sketches: IdMap<Key, Hll>,
+    /// The sources and referrer hosts the combinations name, worked out at the first `admit` that needs them
+    /// and kept up to date by `admit` (one that no combination names any more still counts: it only folds a
+    /// newcomer a little sooner).
+    values: Option<Values>,
 }
 
-fn add<K: std::hash::Hash + Eq>(map: &mut HashMap<K, i64>, key: K, n: i64) {
+#[derive(Debug, Default)]
+struct Values {
+    sources: IdSet<u32>,
+    referrers: IdSet<u32>,
+}
+
+impl Values {
+    fn of(combos: &IdMap<Dims, i64>) -> Values {
+        let mut values = Values::default();
+        for d in combos.keys() {
+            values.sources.insert(d.source);
+            if d.referrer != NONE {
+                values.referrers.insert(d.referrer);
+            }
+        }
+        values
+    }
+}
+
+/// Whether `value` may be kept apart among `seen` (remembering it if so).
+fn keep(seen: &mut IdSet<u32>, value: u32) -> bool {
+    if seen.contains(&value) {
+        return true;
+    }
+    if seen.len() < MAX_VALUES {
+        seen.insert(value);
+        return true;
+    }
+    false
+}
+
+fn add<K: std::hash::Hash + Eq>(map: &mut IdMap<K, i64>, key: K, n: i64) {
     use std::collections::hash_map::Entry;
     match map.entry(key) {
         Entry::Occupied(mut e) => {
@@ -83,18 +122,36 @@ fn add<K: std::hash::Hash + Eq>(map: &mut HashMap<K, i64>, key: K, n: i64) {
 }
 
 impl Cube {
-    /// The combination `d` is counted under here: itself, or past `MAX_COMBOS` with `OTHER` for its source
-    /// and its referrer host (if it has one).
+    /// The combination `d` is counted under here: itself; or with `OTHER` for a source, or a referrer host,
+    /// past the `MAX_VALUES` this cube keeps apart; or past `MAX_COMBOS` with `OTHER` for both its source and
+    /// its referrer host (if it has one).
     pub fn admit(&mut self, d: Dims) -> Dims {
-        if self.combos.len() < MAX_COMBOS || self.combos.contains_key(&d) {
+        if self.combos.contains_key(&d) {
+            return d;
+        }
+        let room = self.combos.len() < MAX_COMBOS;
+        let values = self.values.get_or_insert_with(|| Values::of(&self.combos));
+        let source = room && keep(&mut values.sources, d.source);
+        let referrer = room && (d.referrer == NONE || keep(&mut values.referrers, d.referrer));
+        if source && referrer {
             return d;
         }
         let other = self.strings.intern(OTHER);
-        Dims {
-            source: other,
-            referrer: if d.referrer == NONE { NONE } else { other },
+        let d = Dims {
+            source: if source { d.source } else { other },
+            referrer: if referrer || d.referrer == NONE {
+                d.referrer
+            } else {
+                other
+            },
             ..d
+        };
+        let values = self.values.get_or_insert_with(Values::default);
+        values.sources.insert(d.source);
+        if d.referrer != NONE {
+            values.referrers.insert(d.referrer);
         }
+        d
     }
 
     /// Adds `other` into this cube `weight` times (1 to add a batch or a link, -1 to take a link out).
@@ -115,8 +172,8 @@ impl Cube {
             referrer: remap(&ids, d.referrer),
         };
         // Where each of the other's combinations (and the keys projected from it) is counted here.
-        let mut placed: HashMap<Dims, Dims> = HashMap::with_capacity(other.combos.len());
-        let mut keys: HashMap<Key, Key> = HashMap::new();
+        let mut placed: IdMap<Dims, Dims> = IdMap::with_capacity_and_hasher(other.combos.len(), Default::default());
+        let mut keys: IdMap<Key, Key> = IdMap::default();
         for (&dims, &n) in &other.combos {
             let here = self.admit(map(dims));
             placed.insert(dims, here);
@@ -175,7 +232,7 @@ impl Cube {
 
     /// Drops what no click is left for: after a link is taken out, keys whose combinations are gone.
     pub fn prune(&mut self) {
-        let kept: std::collections::HashSet<Key> = self
+        let kept: IdSet<Key> = self
             .combos
             .keys()
             .flat_map(|&d| MASKS.iter().map(move |&m| (m, d.masked(m))))

@@ -4,9 +4,9 @@
 use super::blob::{decode_cube, section, MAX_ENTRIES};
 use super::{Dims, NONE};
 use crate::codec::{CodecError, Reader};
+use crate::fasthash::IdMap;
 use crate::useragent::Device;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// The dimensions, in the order filters and breakdowns use them.
 pub const DIMENSIONS: [&str; 5] = ["device", "browser", "os", "source", "referrer"];
@@ -189,7 +189,7 @@ fn sum_fitting(entries: &[(usize, f64)], fitting: &[bool]) -> Result<f64, CodecE
 
 /// Clicks per link over `rows` of per-link counts (each added `weight` times), the `n` most clicked first.
 pub fn top_links(rows: &[(i64, &[u8])], n: usize) -> Result<Vec<(String, i64)>, CodecError> {
-    let mut totals: HashMap<&str, i64, BuildHasherDefault<IdHasher>> = HashMap::default();
+    let mut totals: IdMap<&str, i64> = IdMap::default();
     for &(weight, bytes) in rows {
         let mut r = Reader::new(bytes);
         for _ in 0..r.len(MAX_ENTRIES)? {
@@ -200,23 +200,4 @@ pub fn top_links(rows: &[(i64, &[u8])], n: usize) -> Result<Vec<(String, i64)>, 
     let mut ranked: Vec<(&str, i64)> = totals.into_iter().filter(|&(_, c)| c > 0).collect();
     ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     Ok(ranked.into_iter().take(n).map(|(l, c)| (l.to_owned(), c)).collect())
-}
-
-/// A fast hash for link ids: random strings the service made, so nobody can choose ids that collide (strings
-/// visitors send, like sources, keep the standard hash).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }

@@ -1,6 +1,7 @@
 use super::delta::{apply_link, batch_cubes, Owner, ALL, PUBLIC};
 use super::query::{analyse, top_links, Filters, Row};
 use super::*;
+use crate::fasthash::IdMap;
 use crate::rollup::{ClickBatch, ClickInput};
 
 const CHROME: &str =
@@ -25,8 +26,8 @@ fn batch(clicks: &[(&str, f64, &str, Option<&str>, &str)]) -> ClickBatch {
     batch
 }
 
-fn owners() -> HashMap<String, Owner> {
-    HashMap::from([
+fn owners() -> IdMap<String, Owner> {
+    IdMap::from_iter([
         (
             "lnk_a".to_owned(),
             Owner {
@@ -62,7 +63,7 @@ fn ask(rows: &[(Blobs, i64, i64)], filters: &Filters) -> query::Answer {
     analyse(&rows, filters, true).expect("analyse")
 }
 
-fn sample() -> HashMap<delta::CubeKey, Cube> {
+fn sample() -> IdMap<delta::CubeKey, Cube> {
     let g = Some("https://www.google.com/x");
     batch_cubes(
         &batch(&[
@@ -168,6 +169,38 @@ fn damaged_columns_are_errors() {
 }
 
 #[test]
+fn combinations_of_kept_values_fold_past_their_own_cap() {
+    let mut cube = Cube::default();
+    let sources: Vec<u32> = (0..150).map(|i| cube.strings.intern(&format!("s{i}"))).collect();
+    let referrers: Vec<u32> = (0..150)
+        .map(|i| cube.strings.intern(&format!("r{i}.example")))
+        .collect();
+    for &source in &sources {
+        for &referrer in &referrers {
+            let d = Dims {
+                device: 0,
+                browser: NONE,
+                os: NONE,
+                source,
+                referrer,
+            };
+            let here = cube.admit(d);
+            *cube.combos.entry(here).or_default() += 1;
+        }
+    }
+    assert_eq!(cube.total(), 150 * 150);
+    // Every value is within MAX_VALUES, yet the 22,500 pairs fold past MAX_COMBOS: into (other, other).
+    assert_eq!(cube.combos.len(), MAX_COMBOS + 1);
+    let other = cube.strings.intern(OTHER);
+    let folded = cube
+        .combos
+        .iter()
+        .find(|(d, _)| d.source == other)
+        .map(|(d, &n)| (d.referrer, n));
+    assert_eq!(folded, Some((other, 150 * 150 - MAX_COMBOS as i64)));
+}
+
+#[test]
 fn sprayed_sources_fold_into_other_past_the_cap() {
     let mut clicks = Vec::new();
     let sources: Vec<String> = (0..MAX_COMBOS + 500)
@@ -184,13 +217,14 @@ fn sprayed_sources_fold_into_other_past_the_cap() {
     }
     let cubes = batch_cubes(&batch(&clicks), &owners());
     let day = &cubes[&(1, ALL.to_owned(), DAY, 0)];
-    assert_eq!(day.combos.len(), MAX_COMBOS + 1);
+    // Each click a new source and referrer host: past the first MAX_VALUES, all one combination.
+    assert_eq!(day.combos.len(), MAX_VALUES + 1);
     assert_eq!(day.total(), (MAX_COMBOS + 500) as i64);
     let mut stored = Cube::default();
     stored.merge(day, 1);
     stored.merge(day, 1);
     // Which combinations a merge meets first decides which ones fold: never more than the cap and one.
-    assert!(stored.combos.len() <= MAX_COMBOS + 1);
+    assert!(stored.combos.len() <= MAX_VALUES + 1);
     let answer = ask(&[row(&stored, 1, 0)], &Filters::default());
     assert_eq!(answer.total, 2 * (MAX_COMBOS + 500) as i64);
     assert!(answer.breakdowns[3][OTHER] >= 1000);

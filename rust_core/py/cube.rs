@@ -7,6 +7,7 @@ use crate::codec::CodecError;
 use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner};
 use crate::cube::query::{analyse as analyse_rows, top_links as top, Filters, Row, DIMENSIONS};
 use crate::cube::{Blobs, Cube};
+use crate::fasthash::IdMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::collections::HashMap;
@@ -71,7 +72,7 @@ fn to_python<'py>(py: Python<'py>, key: CubeKey, blobs: Option<Blobs>) -> NewRow
     }
 }
 
-fn owners_of(owners: HashMap<String, (i64, bool)>) -> HashMap<String, Owner> {
+fn owners_of(owners: HashMap<String, (i64, bool)>) -> IdMap<String, Owner> {
     owners
         .into_iter()
         .map(|(k, (account, public))| (k, Owner { account, public }))
@@ -84,7 +85,7 @@ type ClickRow = (String, f64, String, String, String, String, Option<String>, St
 /// The cubes one encoded batch adds, by row.
 #[pyclass(name = "BatchCubes", module = "slugline._core", frozen)]
 pub struct PyBatchCubes {
-    cubes: HashMap<CubeKey, Cube>,
+    cubes: IdMap<CubeKey, Cube>,
 }
 
 #[pymethods]
@@ -128,7 +129,7 @@ impl PyBatchCubes {
     /// The rows to write: each stored row given (any of `keys`) with this batch merged in, and new ones.
     fn merged<'py>(&self, py: Python<'py>, stored: Vec<StoredRow>) -> PyResult<Vec<NewRow<'py>>> {
         let rows = detached(py, || -> Result<Vec<(CubeKey, Blobs)>, CodecError> {
-            let mut by_key: HashMap<CubeKey, &StoredRow> = HashMap::new();
+            let mut by_key: IdMap<CubeKey, &StoredRow> = IdMap::default();
             for row in &stored {
                 by_key.insert((row.0, row.1.clone(), row.2, row.3), row);
             }
@@ -165,7 +166,7 @@ pub fn move_link<'py>(
         return Err(core_error(format!("weight must be 1 or -1, got {weight}")));
     }
     let rows = detached(py, || -> Result<Vec<(CubeKey, Option<Blobs>)>, CodecError> {
-        let mut targets: HashMap<CubeKey, Cube> = HashMap::new();
+        let mut targets: IdMap<CubeKey, Cube> = IdMap::default();
         for row in &stored {
             targets.insert((row.0, row.1.clone(), row.2, row.3), decode(row)?);
         }

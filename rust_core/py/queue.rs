@@ -193,12 +193,6 @@ impl PyEncoded {
         &self.inner.totals
     }
 
-    /// JSON `[[link_id, epoch_day, device, source, clicks], ...]`.
-    #[getter]
-    fn rollup(&self) -> &str {
-        &self.inner.rollup
-    }
-
     /// Distinct links in the batch.
     #[getter]
     fn links(&self) -> usize {

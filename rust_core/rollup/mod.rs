@@ -298,6 +298,21 @@ impl ClickBatch {
     }
 
     /// Clicks per link excluding bots (what the link's `clicks` counter grows by), sorted by link id.
+    /// Every link of the batch with its clicks but bots' (0 when only bots came), sorted by link id.
+    pub fn link_counts(&self) -> Vec<(&str, u64)> {
+        let mut counts: Vec<Option<u64>> = vec![None; self.strings.len()];
+        for c in &self.clicks {
+            *counts[c.link as usize].get_or_insert(0) += u64::from(c.device != Device::Bot);
+        }
+        let mut out: Vec<(&str, u64)> = counts
+            .iter()
+            .enumerate()
+            .filter_map(|(id, n)| n.map(|n| (self.string(id as u32), n)))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     pub fn link_totals(&self) -> Vec<(&str, u64)> {
         let mut counts = vec![0u64; self.strings.len()];
         for c in self.clicks.iter().filter(|c| c.device != Device::Bot) {
