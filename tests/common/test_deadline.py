@@ -29,7 +29,7 @@ def test_a_block_past_its_limit_raises_timeout_error(run: Runner) -> None:
         return time.monotonic() - started
 
     took = run(main())
-    assert 0.2 <= took < 0.2 + TICK + 0.2
+    assert 0.2 - 0.005 <= took < 0.2 + TICK + 0.2  # uvloop's timers run on a millisecond clock: up to 1 ms early
 
 
 @RUNNERS
