@@ -29,6 +29,7 @@ from slugline.common.models import Account, Link, LinkRecord
 from slugline.links.service import write_new
 from slugline.runtime import Runtime
 from slugline.search.cache import SearchCache
+from slugline.search.queries import Matching, Ranked
 from slugline.settings import Settings
 from slugline.storage import migrate
 from slugline.storage.loopwrite import drive, session_run
@@ -139,8 +140,8 @@ def run(database_url: str, links: int, rounds: int) -> None:
     def search(cache: SearchCache, q: str, op: str = "search") -> Any:
         with rt.db.session() as session:
             if op == "filter":
-                return cache.use(session, account_id, lambda index: index.filter(q))
-            return cache.use(session, account_id, lambda index: index.search(q, 20))
+                return cache.use(session, account_id, Matching(q, public_only=False))
+            return cache.use(session, account_id, Ranked(q, 20, public_only=False))
 
     rt.search = cache = SearchCache(budget_bytes=4 << 30)
     before = rss_mib()

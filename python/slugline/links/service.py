@@ -38,7 +38,6 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from slugline import _core
-from slugline._core import SearchIndex
 from slugline.common.caller import Caller
 from slugline.common.clock import isoformat, utcnow
 from slugline.common.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
@@ -52,6 +51,7 @@ from slugline.links import events, meta
 from slugline.runtime import Runtime
 from slugline.search import feed as searchfeed
 from slugline.search.cache import LOOP_FILTER_TEXT
+from slugline.search.queries import Matching, Page
 from slugline.storage import loopread
 from slugline.storage.loopread import LoopReader
 from slugline.storage.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, Run, Taken, drive, session_run
@@ -467,7 +467,7 @@ def list_on_thread(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     # With `q`, a transaction: the search index may load through a server-side cursor.
     with rt.db.engine.connect() if searching else rt.db.reading() as conn:
         if searching:
-            total, ids = rt.search.use(conn, caller.account_id, lambda index: _matches(index, caller, params))
+            total, ids = rt.search.use(conn, caller.account_id, _matches(caller, params))
             if params.sort == "created_at":
                 binds["offset"] = 0
             binds["match_ids"] = match_ids(conn, ids)
@@ -483,17 +483,14 @@ def list_on_thread(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
 
 
-def _matches(index: SearchIndex, caller: Caller, params: ListParams) -> tuple[int, list[str]]:
-    """How many links match `q`, and the ids to read: the page itself when sorted by creation time, else all."""
+def _matches(caller: Caller, params: ListParams) -> Page | Matching:
+    """What to ask the search index: the page itself when sorted by creation time, else every match (the database
+    sorts those)."""
     query = params.q or ""
     if params.sort == "created_at":
-        newest_first = params.dir == "desc"
         offset = (params.page - 1) * params.per
-        return index.filter_page(
-            query, public_only=caller.public_only, newest_first=newest_first, offset=offset, limit=params.per
-        )
-    ids = index.filter(query, caller.public_only)
-    return len(ids), ids
+        return Page(query, caller.public_only, params.dir == "desc", offset, params.per)
+    return Matching(query, caller.public_only)
 
 
 async def list_on_loop(rt: Runtime, caller: Caller, params: ListParams) -> dict[str, Any] | None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, select
@@ -14,9 +15,11 @@ from sqlalchemy.orm import Session
 
 from slugline._core import SearchIndex
 from slugline.common.clock import epoch_micros
+from slugline.common.errors import RateLimited
 from slugline.common.models import Account, Link, LinkRecord
 from slugline.common.visibility import PUBLIC_LEVELS
 from slugline.search import feed as searchfeed
+from slugline.search.queries import Query
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -49,6 +52,20 @@ LOOP_HIGHLIGHT_TEXT = 64 * 1024
 # A `q` on the event loop checks links' text only up to this much (units of ~8 bytes read, `SearchIndex.filter_page`:
 # ~8 MB); past it the query is asked again on a thread, which may read 64 times more before ignoring terms.
 LOOP_FILTER_TEXT = 1 << 20
+# An account whose index outgrows the budget is answered by a scan: its links read in slices, each indexed on its own
+# (at most SLICE_BYTES, or an eighth of the budget) and dropped before the next. A scan costs about what a build does,
+# on every query, but holds one slice's index where a build per request held the whole (which grew a worker by many
+# times the budget with a few such accounts searching at once). At most BUILDS builds and SCANS scans run at once in a
+# worker, so a worker's search memory peaks at the budget plus BUILDS times 1.5 budgets (an index given up on
+# while it grows) plus SCANS slices. A build is tried
+# again for an oversized account after OVERSIZED_RETRY_SECONDS (its links may have gone).
+SLICE_BYTES = 16 << 20
+BUILDS = 2
+SCANS = 2
+SCAN_WAIT_SECONDS = 10.0
+SCAN_RETRY_AFTER = 10
+OVERSIZED_RETRY_SECONDS = 600.0
+OVERSIZED_KEPT = 4096
 
 
 def index_link(index: SearchIndex, link: Any) -> None:
@@ -91,18 +108,27 @@ class SearchCache:
         self._lock = threading.Lock()
         self._flights = [threading.Lock() for _ in range(FLIGHT_LOCKS)]
         self.builds = 0  # full loads so far (tests and benchmarks watch it)
+        self.scans = 0  # queries answered by a scan
+        self.slices = 0  # slices those scans read
+        # Accounts whose index outgrew the budget, with when (a bounded number, least recent first out).
+        self._oversized: OrderedDict[int, float] = OrderedDict()
+        self._builds = threading.BoundedSemaphore(BUILDS)
+        self._scans = threading.BoundedSemaphore(SCANS)
 
     @property
     def held_bytes(self) -> int:
         return self._bytes
 
-    def use(self, session: Session | Connection, account_id: int, work: Callable[[SearchIndex], T]) -> T:
-        """Run `work` on the account's index, brought up to the account's current version first."""
+    def use(self, session: Session | Connection, account_id: int, query: Query[T]) -> T:
+        """Answer `query` from the account's index, brought up to the account's current version first; or, for an
+        account whose index does not fit the budget, by a scan (`_slices`) that holds a slice's index at a time."""
         version = session.scalar(select(Account.links_version).where(Account.id == account_id)) or 0
         entry = self._get(account_id)
         if entry is None or entry.version < version:
             entry = self._refresh(session, account_id, version)
-        return work(entry.index)
+        if entry is None:
+            return self._scan(session, account_id, query)
+        return query.run(entry.index)
 
     def held(self, account_id: int) -> tuple[int, SearchIndex] | None:
         """The account's index as held (its version, and it), or None: answers from it are exact only if the
@@ -146,7 +172,7 @@ class SearchCache:
                 self._entries.move_to_end(account_id)
             return entry
 
-    def _refresh(self, session: Session | Connection, account_id: int, version: int) -> _Entry:
+    def _refresh(self, session: Session | Connection, account_id: int, version: int) -> _Entry | None:
         with self._flights[account_id % FLIGHT_LOCKS]:
             entry = self._get(account_id)
             if entry is not None and entry.version >= version:
@@ -156,6 +182,8 @@ class SearchCache:
                 if feed is not None:
                     self._catch_up(session, account_id, entry, *feed)
                     return entry
+            if self._too_large(account_id):
+                return None
             return self._build(session, account_id, version)
 
     def _catch_up(
@@ -167,28 +195,92 @@ class SearchCache:
             entry.version = max(entry.version, newest)
         self._resize(account_id, entry)
 
-    def _build(self, session: Session | Connection, account_id: int, version: int) -> _Entry:
+    def _build(self, session: Session | Connection, account_id: int, version: int) -> _Entry | None:
+        """The account's whole index, kept; None once it outgrows the budget (the account is then scanned, and its
+        index not tried again for `OVERSIZED_RETRY_SECONDS`). At most `BUILDS` run at once in a worker, so what
+        builds hold beside the budget is bounded however many accounts search at once."""
+        with self._builds:
+            index = SearchIndex()
+            # Streamed: the rows of a big account never sit in memory all at once next to the index they fill.
+            rows = select(*INDEXED).where(Link.account_id == account_id).execution_options(yield_per=500)
+            # While it grows, buffers hold spare room (up to as much again): measured exactly once shrunk.
+            growing = self.budget_bytes * 3 // 2
+            result = session.execute(rows)
+            try:
+                for link in result:
+                    index_link(index, link)
+                    if index.memory_bytes() > growing:
+                        self._give_up(account_id, index.memory_bytes())
+                        return None
+            finally:
+                result.close()
+            index.shrink_to_fit()
+            entry = _Entry(version, index)
+            self.builds += 1
+            if entry.bytes > self.budget_bytes:
+                self._give_up(account_id, entry.bytes)
+                return None
+            self._store(account_id, entry)
+            return entry
+
+    def _give_up(self, account_id: int, size: int) -> None:
+        log.warning(
+            "search index of account %s passed %d bytes, more than SLUGLINE_SEARCH_MEMORY_MB: scanning it instead",
+            account_id,
+            size,
+        )
+        with self._lock:
+            old = self._entries.pop(account_id, None)
+            self._bytes -= old.bytes if old is not None else 0
+            self._oversized[account_id] = time.monotonic()
+            self._oversized.move_to_end(account_id)
+            while len(self._oversized) > OVERSIZED_KEPT:
+                self._oversized.popitem(last=False)
+
+    def _too_large(self, account_id: int) -> bool:
+        """Whether the account's index outgrew the budget lately (it may have shrunk since: tried again later)."""
+        with self._lock:
+            since = self._oversized.get(account_id)
+            if since is not None and time.monotonic() - since >= OVERSIZED_RETRY_SECONDS:
+                del self._oversized[account_id]
+                since = None
+            return since is not None
+
+    def _scan(self, session: Session | Connection, account_id: int, query: Query[T]) -> T:
+        """`query` answered from indexes of consecutive slices of the account's links, read in its page order, one
+        slice held at a time. At most `SCANS` at once in a worker; a caller that waits `SCAN_WAIT_SECONDS` for one
+        is told to come back (429)."""
+        if not self._scans.acquire(timeout=SCAN_WAIT_SECONDS):
+            raise RateLimited("searches of accounts too large to keep indexed are all under way", SCAN_RETRY_AFTER)
+        try:
+            self.scans += 1
+            return query.scan(self._slices(session, account_id, query.newest_first))
+        finally:
+            self._scans.release()
+
+    def _slices(self, session: Session | Connection, account_id: int, newest_first: bool) -> Iterator[SearchIndex]:
+        order = (Link.created_at.desc(), Link.id.desc()) if newest_first else (Link.created_at, Link.id)
+        rows = select(*INDEXED).where(Link.account_id == account_id).order_by(*order).execution_options(yield_per=500)
+        limit = min(SLICE_BYTES, max(self.budget_bytes // 8, 1))
         index = SearchIndex()
-        # Streamed: the rows of a big account never sit in memory all at once next to the index they fill.
-        rows = select(*INDEXED).where(Link.account_id == account_id).execution_options(yield_per=500)
-        for link in session.execute(rows):
-            index_link(index, link)
-        index.shrink_to_fit()
-        entry = _Entry(version, index)
-        self.builds += 1
-        self._store(account_id, entry)
-        return entry
+        result = session.execute(rows)
+        try:
+            for link in result:
+                index_link(index, link)
+                if index.memory_bytes() >= limit:
+                    self.slices += 1
+                    yield index
+                    index = SearchIndex()
+        finally:
+            result.close()
+        if len(index):
+            self.slices += 1
+            yield index
 
     def _store(self, account_id: int, entry: _Entry) -> None:
         with self._lock:
             old = self._entries.pop(account_id, None)
             self._bytes -= old.bytes if old is not None else 0
-            if entry.bytes > self.budget_bytes:
-                # Served once and dropped: keeping it would push out every other account's index.
-                log.warning(
-                    "search index of account %s (%d bytes) exceeds SLUGLINE_SEARCH_MEMORY_MB", account_id, entry.bytes
-                )
-                return
             self._entries[account_id] = entry
             self._bytes += entry.bytes
             self._evict()

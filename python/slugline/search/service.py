@@ -14,6 +14,7 @@ from slugline.links import service as links
 from slugline.links.service import LinkRow, link_dict
 from slugline.runtime import Runtime
 from slugline.search.cache import LOOP_HIGHLIGHT_TEXT
+from slugline.search.queries import Ranked
 
 
 async def search_links(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
@@ -58,9 +59,7 @@ async def search_on_loop(rt: Runtime, caller: Caller, params: SearchParams) -> d
 def search_on_thread(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
     params = data if isinstance(data, SearchParams) else parse(SearchParams, data)
     with rt.db.engine.connect() as conn:  # a transaction: the index may load through a server-side cursor
-        total, hits = rt.search.use(
-            conn, caller.account_id, lambda index: index.search(params.q, params.limit, caller.public_only)
-        )
+        total, hits = rt.search.use(conn, caller.account_id, Ranked(params.q, params.limit, caller.public_only))
         ids = [link_id for link_id, _, _ in hits]
         by_id: dict[str, LinkRow] = {}
         if ids:
