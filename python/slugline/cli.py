@@ -1,18 +1,16 @@
-"""`slugline`: serve, migrate, and manage accounts."""
+"""`slugline`: serve, migrate, export and prune clicks; the commands on accounts, keys and links are in `admin`."""
 
 from __future__ import annotations
 
 import argparse
-import getpass
 import importlib.util
-import os
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import IO, TYPE_CHECKING
 
-from slugline import __version__
-from slugline.settings import PLAN_RANK, get_settings
+from slugline import __version__, admin
+from slugline.settings import get_settings
 
 if TYPE_CHECKING:
     from slugline.common.caller import Caller
@@ -63,33 +61,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         workers_kill_timeout=30,
         respawn_failed_workers=True,  # a worker that dies (OOM, kill -9) is replaced; the others keep answering
     ).serve()
-    return 0
-
-
-def cmd_accounts_create(args: argparse.Namespace) -> int:
-    from slugline.accounts import service as accounts
-    from slugline.common.errors import ServiceError
-
-    password = os.environ.get("SLUGLINE_NEW_PASSWORD") or getpass.getpass(f"password for {args.name}: ")
-    try:
-        made = accounts.register(_runtime(), {"username": args.name, "password": password}, plan=args.plan)
-    except ServiceError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
-    print(f"created account '{made['account']['username']}' on plan '{made['account']['plan']}'")
-    return 0
-
-
-def cmd_accounts_set_plan(args: argparse.Namespace) -> int:
-    from slugline.accounts import service as accounts
-    from slugline.common.errors import ServiceError
-
-    try:
-        accounts.set_plan(_runtime(), args.name, args.plan)
-    except ServiceError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
-    print(f"account '{args.name.lower()}' is now on plan '{args.plan}'")
     return 0
 
 
@@ -180,15 +151,7 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("migrate", help="bring the database schema up to date").set_defaults(func=cmd_migrate)
 
-    acc = sub.add_parser("accounts", help="manage accounts").add_subparsers(dest="action", required=True)
-    create = acc.add_parser("create", help="create an account (password from SLUGLINE_NEW_PASSWORD or a prompt)")
-    create.add_argument("name")
-    create.add_argument("--plan", choices=list(PLAN_RANK), default=None, help="plan (default: the configured one)")
-    create.set_defaults(func=cmd_accounts_create)
-    set_plan = acc.add_parser("set-plan", help="change an account's plan")
-    set_plan.add_argument("name")
-    set_plan.add_argument("plan", choices=list(PLAN_RANK))
-    set_plan.set_defaults(func=cmd_accounts_set_plan)
+    admin.add_commands(sub)
 
     clicks = sub.add_parser("clicks", help="the click log").add_subparsers(dest="action", required=True)
     export = clicks.add_parser("export", help="write an account's (or a link's) clicks as CSV or NDJSON")

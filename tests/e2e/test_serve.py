@@ -62,6 +62,9 @@ def test_cli_version_and_help() -> None:
         ["migrate", "--help"],
         ["accounts", "create", "--help"],
         ["accounts", "set-plan", "--help"],
+        ["accounts", "reset-password", "--help"],
+        ["keys", "revoke", "--help"],
+        ["links", "create", "--help"],
         ["clicks", "export", "--help"],
     ):
         res = subprocess.run([sys.executable, "-m", "slugline.cli", *args], capture_output=True, text=True, timeout=60)

@@ -3,22 +3,24 @@ here that changes what an account's tokens may do tells it (`callers.forget`) on
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from slugline import _core
 from slugline.accounts import callers
+from slugline.accounts.keys import key_dict
 from slugline.common.caller import Caller, TokenScope
 from slugline.common.clock import isoformat, utcnow
 from slugline.common.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
-from slugline.common.inputs import Credentials, Login, PasswordChange
-from slugline.common.models import Account, SessionToken
+from slugline.common.inputs import Credentials, Login, PasswordChange, PasswordReset
+from slugline.common.models import Account, ApiKey, Link, SessionToken
 from slugline.common.validation import parse
 from slugline.oauth.models import OAuthGrant
 from slugline.runtime import Runtime
@@ -115,14 +117,59 @@ def change_password(rt: Runtime, caller: Caller, data: Any, keep_digest: str | N
         account = session.get_one(Account, caller.account_id)
         if not _core.verify_password(body.current_password, account.password_hash):
             raise Invalid("current_password is not this account's password")
-        account.password_hash = _core.hash_password(body.new_password)
-        session.execute(
-            delete(SessionToken).where(
-                SessionToken.account_id == account.id, SessionToken.token_hash != (keep_digest or "")
-            )
-        )
-        session.execute(delete(OAuthGrant).where(OAuthGrant.account_id == account.id))
+        _replace_password(session, account, body.new_password, keep_digest)
     callers.forget(rt, caller.account_id)
+
+
+def reset_password(rt: Runtime, username: str, data: Any) -> None:
+    """The operator's new password for an account whose owner lost it (`slugline accounts reset-password`): as a
+    change of password, with every session signed out."""
+    body = parse(PasswordReset, data)
+    with rt.db.session() as session:
+        account = _named(session, username)
+        _replace_password(session, account, body.new_password, None)
+        account_id = account.id
+    callers.forget(rt, account_id)
+
+
+def _replace_password(session: Session, account: Account, password: str, keep_digest: str | None) -> None:
+    account.password_hash = _core.hash_password(password)
+    others = SessionToken.token_hash != (keep_digest or "")
+    session.execute(delete(SessionToken).where(SessionToken.account_id == account.id, others))
+    session.execute(delete(OAuthGrant).where(OAuthGrant.account_id == account.id))
+
+
+def _named(session: Session, username: str) -> Account:
+    account = session.scalar(select(Account).where(Account.username == username.lower()))
+    if account is None:
+        raise NotFound(f"no account named '{username}'")
+    return account
+
+
+def list_accounts(rt: Runtime) -> Iterator[dict[str, Any]]:
+    """Every account, by username, with its number of links and its API keys' scopes (`slugline accounts list`).
+    Read in chunks, one summary at a time: an instance's thousands of accounts never sit in memory together."""
+    links = select(func.count()).where(Link.account_id == Account.id).scalar_subquery()
+    keys = select(func.count()).where(ApiKey.account_id == Account.id).scalar_subquery()
+    rows = select(Account, links, keys).order_by(Account.username).execution_options(yield_per=500)
+    with rt.db.engine.connect() as conn, Session(conn) as session:
+        for account, link_count, key_count in session.execute(rows):
+            yield account_dict(account) | {"links": link_count, "keys": key_count}
+
+
+def show_account(rt: Runtime, username: str) -> dict[str, Any]:
+    """One account (`slugline accounts show`): its plan, links, API keys and signed-in sessions."""
+    with rt.db.session() as session:
+        account = _named(session, username)
+        now = utcnow()
+        link_count = session.scalar(select(func.count()).where(Link.account_id == account.id))
+        keys = session.scalars(select(ApiKey).where(ApiKey.account_id == account.id).order_by(ApiKey.scope))
+        live = select(func.count()).where(SessionToken.account_id == account.id, SessionToken.expires_at > now)
+        return account_dict(account) | {
+            "links": link_count,
+            "keys": [key_dict(key) for key in keys],
+            "sessions": session.scalar(live),
+        }
 
 
 def set_plan(rt: Runtime, username: str, plan: str) -> None:
@@ -138,13 +185,12 @@ def set_plan(rt: Runtime, username: str, plan: str) -> None:
 
 
 def operator(rt: Runtime, username: str) -> Caller:
-    """Full access to an account's links for the operator's commands (`slugline clicks export`): no token and no plan
-    gate, as whoever runs them reads the database anyway."""
+    """Full access to an account's links for the operator's commands (`slugline links`, `slugline clicks export`):
+    no token and no plan gate, as whoever runs them reads the database anyway. Short URLs on `SLUGLINE_PUBLIC_URL`."""
     with rt.db.session() as session:
-        account = session.scalar(select(Account).where(Account.username == username.lower()))
-        if account is None:
-            raise NotFound(f"no account named '{username}'")
-        return Caller(account.id, account.username, account.plan, "full", account.created_at)
+        account = _named(session, username)
+        base = rt.short_base("http://localhost")
+        return Caller(account.id, account.username, account.plan, "full", account.created_at, base)
 
 
 def require_plan(caller: Caller) -> None:

@@ -256,6 +256,14 @@ class PasswordChange(_Strict):
     )
 
 
+class PasswordReset(_Strict):
+    """An operator's new password for an account (`slugline accounts reset-password`): no current password."""
+
+    new_password: str = Field(
+        min_length=MIN_PASSWORD, max_length=MAX_PASSWORD, description=f"At least {MIN_PASSWORD} characters"
+    )
+
+
 class KeyRequest(_Strict):
     scope: KeyScope = Field(description="full: every link; public: only public and unlisted links")
 

@@ -1,0 +1,161 @@
+"""`slugline accounts|keys|links`: the operator's commands call the API's own service functions, so what they do
+shows through the API at once; answers as text or `--json`, refusals as `error: ...` and exit 1, usage errors 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+from starlette.testclient import TestClient
+
+from slugline import admin, cli
+from slugline.accounts.identitycache import TRUST_SECONDS
+from slugline.settings import Settings
+from tests.support.helpers import LINKS, SQLITE_ONLY, Account
+
+
+@pytest.fixture
+def slugline(settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
+    """slugline(*args) -> (exit code, standard output, standard error), run in this process on the test's database."""
+    monkeypatch.setattr(admin, "get_settings", lambda: settings)
+    monkeypatch.setenv("SLUGLINE_NEW_PASSWORD", "a new long password")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exit:  # argparse's usage errors
+            code = int(exit.code or 0)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def _soon(check: Callable[[], bool]) -> bool:
+    """Whether `check` holds within the second a worker may trust an identity it resolved before (`TRUST_SECONDS`):
+    the command runs beside the server, as an operator's would."""
+    end = time.monotonic() + 3 * TRUST_SECONDS
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _json(answer: tuple[int, str, str]) -> Any:
+    code, out, err = answer
+    assert code == 0, err
+    return orjson.loads(out)
+
+
+def test_accounts(slugline: Any, client: TestClient, alice: Account) -> None:
+    code, out, _ = slugline("accounts", "create", "bob", "--plan", "pro")
+    assert code == 0 and "username: bob" in out and "plan: pro" in out
+    listed = _json(slugline("accounts", "list", "--json"))
+    assert [(a["username"], a["plan"], a["keys"]) for a in listed] == [("alice", "developer", 2), ("bob", "pro", 0)]
+    code, out, _ = slugline("accounts", "list")
+    assert out.splitlines()[0].split() == ["USERNAME", "PLAN", "LINKS", "KEYS"] and len(out.splitlines()) == 3
+
+    assert client.post(LINKS, json={"destination_url": "https://example.com/a"}, headers=alice.auth()).is_success
+    shown = _json(slugline("accounts", "show", "Alice", "--json"))
+    assert shown["links"] == 1 and shown["sessions"] == 1
+    assert [key["scope"] for key in shown["keys"]] == ["full", "public"]
+
+    assert _json(slugline("accounts", "set-plan", "alice", "free", "--json"))["plan"] == "free"
+    assert _soon(lambda: client.get(LINKS, headers=alice.auth()).status_code == 403), "the plan gate sees the change"
+
+    # A reset signs every session out; the new password signs in, the old one no longer does.
+    assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {alice.session}"}).is_success
+    assert slugline("accounts", "reset-password", "alice")[0] == 0
+    assert _soon(
+        lambda: client.get("/api/v1/me", headers={"Authorization": f"Bearer {alice.session}"}).status_code == 401
+    )
+    login = {"username": "alice", "password": "a new long password"}
+    assert client.post("/api/v1/auth/login", json=login).is_success
+    assert client.post("/api/v1/auth/login", json={**login, "password": alice.password}).status_code == 401
+
+
+def test_refusals_exit_1_and_usage_errors_2(slugline: Any, alice: Account, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert slugline("accounts", "show", "nobody") == (1, "", "error: no account named 'nobody'\n")
+    assert slugline("accounts", "create", "alice")[0:2] == (1, "")
+    assert slugline("links", "show", "--account", "alice", "missing")[0] == 1
+    code, _, err = slugline("links", "create", "--account", "alice", "javascript:alert(1)")
+    assert code == 1 and err.startswith("error: destination_url")
+    monkeypatch.setenv("SLUGLINE_NEW_PASSWORD", "short")
+    code, _, err = slugline("accounts", "reset-password", "alice")
+    assert code == 1 and "at least 8 characters" in err
+    assert slugline("accounts", "set-plan", "alice", "platinum")[0] == 2
+    assert slugline("links", "list")[0] == 2, "--account is required"
+
+
+def test_keys(slugline: Any, client: TestClient, alice: Account) -> None:
+    listed = _json(slugline("keys", "list", "alice", "--json"))
+    assert [(k["scope"], k["last4"]) for k in listed] == [("full", alice.full[-4:]), ("public", alice.public[-4:])]
+    assert alice.full not in str(listed), "never the key itself"
+    assert _json(slugline("keys", "revoke", "alice", "--scope", "public", "--json"))["revoked"] == ["public"]
+    assert _soon(lambda: client.get(LINKS, headers={"Authorization": f"Bearer {alice.public}"}).status_code == 401)
+    assert client.get(LINKS, headers=alice.auth()).is_success
+    assert _json(slugline("keys", "revoke", "alice", "--json"))["revoked"] == ["full"]
+    assert _soon(lambda: client.get(LINKS, headers=alice.auth()).status_code == 401)
+    assert slugline("keys", "revoke", "alice") == (1, "", "error: account 'alice' has no API key\n")
+
+
+def test_links(slugline: Any, client: TestClient, alice: Account) -> None:
+    made = _json(
+        slugline(
+            "links", "create", "--account", "alice", "https://example.com/launch", "--slug", "launch", "--tag", "news",
+            "--visibility", "private", "--title", "Launch day", "--json",
+        )
+    )  # fmt: skip
+    assert (made["slug"], made["hashtags"], made["visibility"]) == ("launch", ["news"], "private")
+    # Short URLs on SLUGLINE_PUBLIC_URL, which these settings leave unset: http://localhost.
+    assert made["short_url"] == "http://localhost/launch"
+    api = client.get(f"{LINKS}/{made['id']}", headers=alice.auth()).json()
+    assert api == made | {"short_url": "http://sl.test/launch"}
+    assert client.get(f"{LINKS}/{made['id']}", headers={"Authorization": f"Bearer {alice.public}"}).status_code == 404
+    for i in range(3):
+        client.post(LINKS, json={"destination_url": f"https://example.com/{i}", "title": "other"}, headers=alice.auth())
+
+    page = _json(slugline("links", "list", "--account", "alice", "--q", "launch", "--json"))
+    assert [link["id"] for link in page["data"]] == [made["id"]] and page["pagination"]["total"] == 1
+    page = _json(slugline("links", "list", "--account", "alice", "--per", "2", "--page", "2", "--json"))
+    assert page["pagination"]["total"] == 4 and len(page["data"]) == 2
+    code, out, _ = slugline("links", "list", "--account", "alice", "--sort", "slug", "--dir", "asc")
+    assert code == 0 and out.splitlines()[-1] == "page 1 of 1, 4 links" and "launch" in out
+
+    for name in (made["id"], "launch"):
+        assert _json(slugline("links", "show", "--account", "alice", name, "--json")) == made
+    code, out, _ = slugline("links", "show", "--account", "alice", "launch")
+    assert code == 0 and "title: Launch day" in out and "hashtags: news" in out
+    assert _json(slugline("links", "delete", "--account", "alice", "launch", "--json")) == {
+        "deleted": True,
+        "id": made["id"],
+    }
+    assert client.get(f"{LINKS}/{made['id']}", headers=alice.auth()).status_code == 404
+
+
+@SQLITE_ONLY
+def test_the_installed_command(settings: Settings, client: TestClient, alice: Account) -> None:
+    env = {
+        **os.environ,
+        "SLUGLINE_DATABASE_URL": settings.database_url,
+        "SLUGLINE_SECRET_KEY": settings.secret_key or "",
+    }
+
+    def slugline(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "slugline", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    done = slugline("links", "create", "--account", "alice", "https://example.com/cli", "--slug", "from-cli")
+    assert done.returncode == 0 and "slug: from-cli" in done.stdout, done.stderr
+    assert client.get("/from-cli", follow_redirects=False).headers["location"] == "https://example.com/cli"
+    done = slugline("links", "--help")
+    assert done.returncode == 0 and "examples:" in done.stdout and "slugline links create --account" in done.stdout
+    assert slugline("keys", "list", "nobody").returncode == 1
+    assert slugline("keys").returncode == 2
