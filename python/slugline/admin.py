@@ -175,10 +175,10 @@ async def links_create(rt: Runtime, args: argparse.Namespace) -> Any:
 
 def _link_id(rt: Runtime, args: argparse.Namespace) -> tuple[Any, str]:
     from slugline.accounts import service as accounts
-    from slugline.analytics import export
+    from slugline.links import service as links
 
     caller = accounts.operator(rt, args.account)
-    return caller, export.link_named(rt, caller, args.link)
+    return caller, links.link_named(rt, caller, args.link)
 
 
 async def links_show(rt: Runtime, args: argparse.Namespace) -> Any:

@@ -554,6 +554,21 @@ async def get_link(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     return found if found is not None else await anyio.to_thread.run_sync(get_on_thread, rt, caller, link_id)
 
 
+def link_named(rt: Runtime, caller: Caller, name: str) -> str:
+    """The id of the caller's link whose id, else slug, is `name` (the command line and MCP's get_link take either);
+    404 for any other name. Blocking: on a worker thread when called from the event loop."""
+    if "\x00" in name:  # no link is named so, and PostgreSQL refuses NUL in text
+        raise NotFound(NOT_FOUND)
+    with rt.db.session() as session:
+        found = None
+        if LINK_ID.fullmatch(name):
+            found = session.scalar(select(Link.id).where(Link.id == name, *visible(caller)))
+        found = found or session.scalar(select(Link.id).where(Link.slug == name, *visible(caller)))
+    if found is None:
+        raise NotFound(NOT_FOUND)
+    return found
+
+
 def get_on_thread(rt: Runtime, caller: Caller, link_id: str) -> dict[str, Any]:
     if not LINK_ID.fullmatch(link_id):
         raise NotFound(NOT_FOUND)
