@@ -32,6 +32,7 @@ from slugline.redirects.layer import RedirectLayer
 from slugline.runtime import Runtime
 from slugline.settings import Settings, get_settings
 from slugline.storage import migrate
+from slugline.web.logs import RequestLog, access_log
 from slugline.web.proxies import behind_proxies
 from slugline.web.ratelimit import RateLimitMiddleware
 from slugline.web.responses import JSON, error
@@ -161,10 +162,13 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     """The API behind the redirect layer, which answers `/{slug}` before FastAPI routing is involved.
 
     Behind a reverse proxy listed in `trusted_proxies`, the client address (rate limits, visitor hashes) and
-    scheme (cookies, short URLs) come from its X-Forwarded-For/-Proto headers (see `web.proxies`).
+    scheme (cookies, short URLs) come from its X-Forwarded-For/-Proto headers (see `web.proxies`), and the request
+    id from its X-Request-ID (see `web.logs`).
     """
     settings = settings or get_settings()
-    app = RedirectLayer(create_api(settings, runtime))
+    if settings.access_log:
+        access_log.setLevel(logging.INFO)
+    app = RedirectLayer(create_api(settings, runtime), RequestLog(settings.access_log, settings.log_ips))
     if not settings.trusted_proxies:
         return app
     return behind_proxies(app, settings.trusted_proxies)

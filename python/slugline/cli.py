@@ -24,6 +24,11 @@ def _runtime() -> Runtime:
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
+    print(_migrate())
+    return 0
+
+
+def _migrate() -> str:
     from slugline.storage import migrate
     from slugline.storage.db import Database
 
@@ -32,21 +37,21 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     db.dispose()
     at = ", ".join(after)
     if not before:
-        print(f"created the database schema at revision {at}")
-    elif before != after:
-        print(f"upgraded the database schema from revision {', '.join(before)} to {at}")
-    else:
-        print(f"database is up to date (revision {at})")
-    return 0
+        return f"created the database schema at revision {at}"
+    if before != after:
+        return f"upgraded the database schema from revision {', '.join(before)} to {at}"
+    return f"database is up to date (revision {at})"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from granian import Granian
     from granian.constants import Interfaces, Loops
 
+    from slugline.web.logs import announce, granian_options
+
     settings = get_settings()
     if settings.sqlite_path() is not None:  # the embedded default migrates itself; other stores use `migrate`
-        cmd_migrate(args)
+        announce(settings, "slugline.migrate", _migrate())
     settings.secret()  # made once here, before the workers start, so they all read the same key
     # uvloop's event loop carries ~25% more redirects per second than asyncio's on the same worker.
     loop = Loops.uvloop if importlib.util.find_spec("uvloop") else Loops.asyncio
@@ -60,6 +65,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_access=args.access_log,
         workers_kill_timeout=30,
         respawn_failed_workers=True,  # a worker that dies (OOM, kill -9) is replaced; the others keep answering
+        **granian_options(settings),  # its own lines in SLUGLINE_LOG_FORMAT too
     ).serve()
     return 0
 
@@ -77,8 +83,8 @@ def cmd_clicks_export(args: argparse.Namespace) -> int:
     import anyio
 
     from slugline.accounts import service as accounts
-    from slugline.analytics import export
     from slugline.common.errors import ServiceError
+    from slugline.links import service as links
 
     def destination() -> AbstractContextManager[IO[bytes]]:
         return open(args.output, "wb") if args.output is not None else nullcontext(sys.stdout.buffer)
@@ -88,7 +94,7 @@ def cmd_clicks_export(args: argparse.Namespace) -> int:
     data = period | {name: getattr(args, name) for name in EXPORT_FILTERS}
     try:
         caller = accounts.operator(rt, args.account)
-        link_id = export.link_named(rt, caller, args.link) if args.link is not None else None
+        link_id = links.link_named(rt, caller, args.link) if args.link is not None else None
         anyio.run(_write_export, rt, caller, data, link_id, destination)
     except ServiceError as exc:
         print(f"error: {exc.message}", file=sys.stderr)

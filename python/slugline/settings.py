@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     public_url: str | None = None
     # Proxies whose X-Forwarded-For/-Proto are believed (comma-separated IPs or CIDRs, or "*"); unset: none.
     trusted_proxies: str | None = None
+    # Log lines as `text` (time [LEVEL] logger: message) or `json` (one object per line, with the request's id,
+    # route, status, duration and account).
+    log_format: Literal["text", "json"] = "text"
+    # One log line per request (method, path without its query, route, status, duration, request id, account).
+    access_log: bool = False
+    # Put clients' IP addresses in log lines (the access log, and the context of other lines in JSON).
+    log_ips: bool = False
     # The plan of a newly registered account (free has no API access; an admin raises it with `slugline set-plan`).
     default_plan: Plan = "free"
     # For tests only: lets the metadata fetcher reach loopback addresses.

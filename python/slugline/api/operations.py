@@ -59,6 +59,8 @@ class Operation:
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("get", "/health"): Operation(outputs.Health, (500,), "none", degraded=503),
+    ("get", "/health/live"): Operation(outputs.Probe, (500,), "none"),
+    ("get", "/health/ready"): Operation(outputs.Probe, (500, 503), "none"),
     ("post", "/auth/register"): Operation(outputs.Session, (*BODY, 409, *LIMITED), "none", 201),
     ("post", "/auth/login"): Operation(outputs.Session, (*BODY, 401, *LIMITED), "none"),
     ("post", "/auth/logout"): Operation(outputs.LoggedOut, KEYED, "any"),  # 403: an API key (revoke it with DELETE)

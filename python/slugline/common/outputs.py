@@ -209,6 +209,12 @@ class Health(_Open):
     clicks: ClickBuffer
 
 
+class Probe(_Open):
+    """The liveness or readiness probe's yes (no: 503 with an error naming the cause, readiness only)."""
+
+    status: Literal["ok"]
+
+
 class Click(_Open):
     clicked_at: str
     device: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from pathlib import Path
 
 from alembic import command
@@ -81,3 +82,26 @@ def require_current(engine: Engine) -> None:
             f"the database schema is at revision {at}, and this version of Slugline needs {', '.join(sorted(heads))}: "
             "run `slugline migrate` (`slugline serve` does it itself on the embedded SQLite database)"
         )
+
+
+@lru_cache(maxsize=1)
+def _script() -> tuple[frozenset[str], frozenset[str]]:
+    """This version's head revisions, and every revision it knows."""
+    script = ScriptDirectory.from_config(alembic_config())
+    return frozenset(script.get_heads()), frozenset(revision.revision for revision in script.walk_revisions())
+
+
+def schema_problem(engine: Engine) -> str | None:
+    """Why this server should not be sent requests (the readiness probe), None when it should: the database does not
+    answer, or its schema is behind this version's head. A schema a newer version has migrated is served, as
+    `require_current` lets it be, so that a rolling upgrade's older instances stay ready."""
+    heads, known = _script()
+    try:
+        with engine.connect() as connection:
+            current = set(MigrationContext.configure(connection).get_current_heads())
+    except Exception as exc:
+        return f"database unavailable ({type(exc).__name__})"
+    if current == heads or current - known:
+        return None
+    at = ", ".join(sorted(current)) or "none (an empty database)"
+    return f"database schema at revision {at}, this version needs {', '.join(sorted(heads))}: run `slugline migrate`"

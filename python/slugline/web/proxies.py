@@ -5,6 +5,7 @@ proxies we trust, can be believed; anything further left is whatever the client 
 therefore the right-most entry that is not itself a trusted proxy. `SLUGLINE_TRUSTED_PROXIES` lists the proxies (IPs,
 CIDRs, or names such as a test client's); `*` trusts whichever peer connects, as one proxy hop: the right-most entry
 is the client, which is only safe when nothing but the proxy can reach the server (a warning says so at start-up).
+A request that came through a trusted proxy may also bring its own request id (`X-Request-ID`, see `web.logs`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import logging
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 from typing import Any
+
+from slugline.web.logs import PROXIED_KEY
 
 log = logging.getLogger("slugline")
 SCHEMES = frozenset({"http", "https"})
@@ -78,6 +81,7 @@ def behind_proxies(app: Any, spec: str) -> Any:
         peer = scope.get("client")
         if scope["type"] in ("http", "websocket") and peer and (proxies.any_peer or proxies.listed(str(peer[0]))):
             scope = dict(scope)
+            scope[PROXIED_KEY] = True  # its X-Request-ID is believed too (`web.logs`)
             hops = _values(scope, b"x-forwarded-for")
             if hops:
                 scope["client"] = (proxies.client(str(peer[0]), hops), 0)

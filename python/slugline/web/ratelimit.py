@@ -19,7 +19,9 @@ from slugline.runtime import Runtime
 from slugline.web.identity import always_anonymous, identify
 from slugline.web.request import client_ip
 
-UNLIMITED_PATHS = frozenset({"/api/v1/health", "/api/v1/docs", "/api/v1/openapi.json"})
+UNLIMITED_PATHS = frozenset(
+    {"/api/v1/health", "/api/v1/health/live", "/api/v1/health/ready", "/api/v1/docs", "/api/v1/openapi.json"}
+)
 UNLIMITED_PREFIX = "/api/v1/docs/assets/"  # the API docs' static files, as the dashboard's are
 NO_STORE = (b"cache-control", b"no-store")
 
