@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import time
 
 import httpx
 import pytest
 
-from mcp import MCPError
+from mcp import Client, MCPError
 from tests.support.helpers import tampered
 from tests.support.mcp_client import MODES, call, call_error, connect
 from tests.support.server import ServerFactory, make_account
@@ -77,6 +78,60 @@ async def test_public_key_never_reveals_hidden_links(start_server: ServerFactory
         page = await call(owner, "list_links", {"q": "secret", "sort": "title", "dir": "asc"})
         assert [link["title"] for link in page["data"]] == ["Secret door", "Secret garden", "Secret plan"]
         assert [link["visibility"] for link in page["data"]] == ["password", "unlisted", "private"]
+
+
+async def test_public_key_never_reveals_hidden_links_through_the_read_tools(start_server: ServerFactory) -> None:
+    """get_link (by id, slug and short URL), get_qr_code, get_link_clicks and search_links."""
+    server = start_server(workers=2)
+    keys = make_account(server, "lockbox")
+    async with connect(server, keys.full, MODES[0]) as owner:
+        hidden = [
+            await call(
+                owner,
+                "create_link",
+                {"destination_url": "https://example.org/a", "slug": "vault-a", "title": "Vault", "visibility": v}
+                | ({"slug": "vault-b", "password": "open sesame"} if v == "password" else {}),
+            )
+            for v in ("private", "password")
+        ]
+        shown = await call(
+            owner,
+            "create_link",
+            {"destination_url": "https://example.org/c", "slug": "vault-c", "title": "Vault", "visibility": "public"},
+        )
+        assert {hit["link"]["id"] for hit in (await call(owner, "search_links", {"q": "vault"}))["hits"]} == {
+            link["id"] for link in [*hidden, shown]
+        }
+        for link in hidden:  # the full key sees them, so what the public key is told below is about the key
+            found = await call(owner, "search_links", {"q": link["slug"]})
+            assert [hit["link"]["id"] for hit in found["hits"]][:1] == [link["id"]]
+            assert await call(owner, "get_link", {"slug": link["slug"]}) == link
+            assert (await client_image(owner, link["id"])).startswith(b"\x89PNG")
+    for mode in MODES:
+        async with connect(server, keys.public, mode) as client:
+            for link in hidden:
+                for name in ({"id": link["id"]}, {"slug": link["slug"]}, {"short_url": link["short_url"]}):
+                    assert await call_error(client, "get_link", name) == "link not found", (mode, name)
+                assert await call_error(client, "get_qr_code", {"id": link["id"]}) == "link not found"
+                assert await call_error(client, "get_qr_code", {"id": link["id"], "size": 1}) == "link not found"
+                assert await call_error(client, "get_link_clicks", {"id": link["id"]}) == "link not found"
+            for query in ("vault", "example.org", "vaul"):
+                found = await call(client, "search_links", {"q": query, "limit": 100})
+                assert [hit["link"]["id"] for hit in found["hits"]] == [shown["id"]] and found["total"] == 1, query
+            for link in hidden:
+                found = await call(client, "search_links", {"q": link["slug"]})
+                assert (found["hits"], found["total"]) == ([], 0), link["slug"]
+            assert (await call(client, "get_link", {"short_url": shown["short_url"]}))["id"] == shown["id"]
+            assert (await client_image(client, shown["id"])).startswith(b"\x89PNG")
+            assert (await call(client, "get_link_clicks", {"id": shown["id"]}))["pagination"]["total"] == 0
+
+
+async def client_image(client: Client, link_id: str) -> bytes:
+    result = await client.call_tool("get_qr_code", {"id": link_id})
+    assert not result.is_error, result.content
+    image = result.content[0]
+    assert image.type == "image"
+    return base64.b64decode(image.data)
 
 
 def test_http_layer_refuses_before_any_tool_runs(start_server: ServerFactory) -> None:

@@ -15,7 +15,19 @@ from tests.support.server import Server
 
 # "legacy" is the initialize handshake (2025-era protocol versions); the other is the current per-request protocol.
 MODES = ("legacy", LATEST_MODERN_VERSION)
-TOOL_NAMES = {"get_me", "list_links", "create_link", "update_link", "delete_link", "get_analytics"}
+TOOL_NAMES = {
+    "get_me",
+    "list_links",
+    "create_link",
+    "update_link",
+    "delete_link",
+    "get_analytics",
+    "get_link",
+    "search_links",
+    "get_qr_code",
+    "get_link_clicks",
+    "preview_url",
+}
 
 
 @asynccontextmanager

@@ -29,12 +29,11 @@ from sqlalchemy import Row, Select, func, select, tuple_
 from slugline.analytics._formats import Cells, csv_header, csv_rows, ndjson_rows
 from slugline.common.caller import Caller
 from slugline.common.clock import as_utc, isoformat
-from slugline.common.errors import NotFound
 from slugline.common.inputs import ExportParams
 from slugline.common.models import Click, Link
 from slugline.common.validation import parse, without_nulls
 from slugline.limits import rules as limits
-from slugline.links.service import NOT_FOUND, find_link, visible
+from slugline.links.service import find_link, visible
 from slugline.runtime import Runtime
 
 CHUNK_ROWS = 2_000
@@ -97,16 +96,6 @@ async def export_clicks(rt: Runtime, caller: Caller, data: dict[str, Any], link_
         raise
     filename = f"clicks-{first.isoformat()}-{last.isoformat()}.{params.format}"
     return Export(MEDIA_TYPES[params.format], filename, head, chunks, slot)
-
-
-def link_named(rt: Runtime, caller: Caller, name: str) -> str:
-    """The id of the caller's link whose id, else slug, is `name` (the command line takes either); 404 for others."""
-    with rt.db.session() as session:
-        found = session.scalar(select(Link.id).where(Link.id == name, *visible(caller)))
-        found = found or session.scalar(select(Link.id).where(Link.slug == name, *visible(caller)))
-    if found is None:
-        raise NotFound(NOT_FOUND)
-    return found
 
 
 def _visible_link(rt: Runtime, caller: Caller, link_id: str) -> str:

@@ -277,6 +277,40 @@ class SearchParams(_Strict):
     limit: int = Field(default=20, ge=1, le=MAX_SEARCH_LIMIT, description=f"Hits to return, 1-{MAX_SEARCH_LIMIT}")
 
 
+class LinkName(_Strict):
+    """One of the caller's links, named one way: by id, by slug or by short URL (whose last path segment is the
+    slug)."""
+
+    id: str | None = Field(
+        default=None, max_length=MAX_SLUG, description="The link's id (lnk_...), as list_links or create_link return it"
+    )
+    slug: str | None = Field(default=None, max_length=MAX_SLUG, description="The link's slug (case-sensitive)")
+    short_url: str | None = Field(
+        default=None,
+        max_length=MAX_URL,
+        description="The link's short URL, such as https://host/slug: its last path segment is the slug",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> LinkName:
+        given = [name for name in ("id", "slug", "short_url") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of id, slug or short_url")
+        if self.short_url is not None:
+            parts = urlsplit(self.short_url)
+            if parts.scheme.lower() not in ("http", "https") or not parts.netloc or not parts.path.strip("/"):
+                raise ValueError("short_url must be an http(s) URL whose path ends with the slug")
+        return self
+
+    def name(self) -> tuple[str, str]:
+        """("id", the id) or ("slug", the slug, given or read off the short URL)."""
+        if self.id is not None:
+            return "id", self.id
+        if self.slug is not None:
+            return "slug", self.slug
+        return "slug", urlsplit(self.short_url or "").path.rstrip("/").rsplit("/", 1)[-1]
+
+
 def check_page_url(url: str) -> str:
     if not _PAGE_URL.fullmatch(url):
         raise ValueError(

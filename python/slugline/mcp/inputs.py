@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from slugline.common.inputs import AnalyticsParams, LinkCreate, ListParams, object_schema, update_properties
+from slugline.common.inputs import (
+    AnalyticsParams,
+    AnalyzeParams,
+    LinkCreate,
+    LinkName,
+    ListParams,
+    PageParams,
+    QrParams,
+    SearchParams,
+    object_schema,
+    properties,
+    update_properties,
+)
 
 LINK_ID = {"type": "string", "description": "The link's id (lnk_...), as returned by list_links or create_link"}
 UPDATE_NOTE = " Send only the fields to change; null clears title, description, note or hashtags."
@@ -30,3 +42,8 @@ OPTIONAL_LINK_ID = {
     "description": LINK_ID["description"] + ": that link's figures alone; omit it for the whole account's",
 }
 GET_ANALYTICS = {**_ANALYTICS, "properties": {"link_id": OPTIONAL_LINK_ID, **_ANALYTICS["properties"]}}
+GET_LINK = object_schema(LinkName)
+SEARCH_LINKS = object_schema(SearchParams)
+GET_QR_CODE = _object({"id": LINK_ID, **properties(QrParams)}, ["id"])
+GET_LINK_CLICKS = _object({"id": LINK_ID, **properties(PageParams)}, ["id"])
+PREVIEW_URL = object_schema(AnalyzeParams)

@@ -1,13 +1,16 @@
-"""The six MCP tools: each hands the caller and its raw arguments to the same service function as REST."""
+"""The MCP tools: each hands the caller and its raw arguments to the same service function as REST."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio.to_thread
+import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
 from slugline import __version__
 from slugline.accounts import service as accounts
@@ -15,21 +18,30 @@ from slugline.analytics import service as analytics
 from slugline.common import outputs
 from slugline.common.caller import Caller
 from slugline.common.errors import Invalid, ServiceError
+from slugline.common.inputs import LinkName
+from slugline.common.validation import parse, without_nulls
 from slugline.compat import without_sdk_tracing
+from slugline.fetch import analyze
+from slugline.links import qr
 from slugline.links import service as links
 from slugline.mcp import inputs
 from slugline.runtime import Runtime
+from slugline.search import service as search
 
 CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
 RUNTIME_KEY = "slugline.runtime"
-Operation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
+Operation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any] | CallToolResult]]
 
 INSTRUCTIONS = (
-    "Slugline manages this account's short links. Use list_links to find links (q searches, #tag filters by "
-    "hashtag), create_link to shorten a URL, update_link / delete_link with a link's id, get_analytics for clicks. "
-    "A public-only key (get_me scope 'public') never sees private or password links: they answer 'link not found'."
+    "Slugline manages this account's short links. Use list_links to find links (q filters, #tag by hashtag) or "
+    "search_links for a ranked search with highlights, get_link for one link by id, slug or short URL, create_link "
+    "to shorten a URL, update_link / delete_link with a link's id, get_qr_code for its QR image, get_analytics for "
+    "click figures and get_link_clicks for a link's latest clicks; preview_url reads a web page's title, "
+    "description and image before you shorten it. A public-only key (get_me scope 'public') never sees private or "
+    "password links: they answer 'link not found'."
 )
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+FETCH = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
 CREATE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
@@ -51,9 +63,17 @@ async def _call(ctx: Context, operation: Operation) -> Any:
     params = ctx.request_context.params or {}
     arguments = dict(params.get("arguments") or {})
     try:
-        return links.plain(await operation(rt, caller, arguments))
+        answer = await operation(rt, caller, arguments)
     except ServiceError as exc:
         return CallToolResult(content=[TextContent(type="text", text=exc.message)], is_error=True)
+    return answer if isinstance(answer, CallToolResult) else links.plain(answer)
+
+
+def _as_sent(answer: dict[str, Any]) -> CallToolResult:
+    """The answer as its structured content exactly, fields absent from it left absent (the SDK would write an
+    output model's defaulted field as null, and REST and MCP would differ)."""
+    text = pydantic_core.to_json(answer, indent=2).decode()
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
 
 
 def _link_id(arguments: dict[str, Any]) -> str:
@@ -106,6 +126,64 @@ async def get_analytics(ctx: Context) -> outputs.Analytics:
     result: outputs.Analytics = await _call(ctx, _analytics)
     return result
 
+
+async def _link(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The link named by exactly one of id, slug or short_url (its last path segment is the slug)."""
+    kind, name = parse(LinkName, without_nulls(arguments)).name()
+    link_id = name if kind == "id" else await anyio.to_thread.run_sync(links.link_named, rt, caller, name)
+    return await links.get_link(rt, caller, link_id)
+
+
+async def get_link(ctx: Context) -> outputs.Link:
+    result: outputs.Link = await _call(ctx, _link)
+    return result
+
+
+async def search_links(ctx: Context) -> outputs.SearchResult:
+    result: outputs.SearchResult = await _call(
+        ctx, lambda rt, caller, args: search.search_links(rt, caller, without_nulls(args))
+    )
+    return result
+
+
+async def _qr_code(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
+    """The QR image as image content (base64, PNG or SVG), with a line naming the short URL it opens."""
+    link = await links.get_link(rt, caller, _link_id(arguments))  # a hidden link's 404 before any 422
+    image, media_type = await anyio.to_thread.run_sync(qr.qr_code, rt, caller, link["id"], arguments)
+    line = f"QR code ({media_type}) of {link['short_url']}; scans count as source 'qr'"
+    return CallToolResult(
+        content=[
+            ImageContent(type="image", data=base64.b64encode(image).decode("ascii"), mime_type=media_type),
+            TextContent(type="text", text=line),
+        ]
+    )
+
+
+async def get_qr_code(ctx: Context) -> CallToolResult:
+    result: CallToolResult = await _call(ctx, _qr_code)
+    return result
+
+
+async def get_link_clicks(ctx: Context) -> outputs.ClickPage:
+    result: outputs.ClickPage = await _call(
+        ctx, lambda rt, caller, args: analytics.list_clicks(rt, caller, _link_id(args), args)
+    )
+    return result
+
+
+async def _preview(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
+    return _as_sent(await analyze.analyze(rt, without_nulls(arguments)))
+
+
+async def preview_url(ctx: Context) -> outputs.PageInfo:
+    result: outputs.PageInfo = await _call(ctx, _preview)
+    return result
+
+
+NOT_SEEN = (
+    " 'link not found' means no link of this account has it, or this key cannot see it (a public-only key: a "
+    "private or password link)."
+)
 
 TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]] = [
     (
@@ -162,17 +240,67 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         "7 days or fewer. source, device, browser, os and referrer filter every figure (all must hold, any case). A "
         "public-only key's figures leave out private and password links, whose link_id answers 'link not found'.",
     ),
+    (
+        get_link,
+        "Get a link",
+        READ,
+        inputs.GET_LINK,
+        "One link, named by exactly one of id, slug or short_url (the short URL's last path segment is the slug): "
+        "its id, slug, short_url, destination_url, title, description, note, hashtags, visibility, clicks and "
+        "timestamps. The same JSON as GET /api/v1/links/{id}." + NOT_SEEN,
+    ),
+    (
+        search_links,
+        "Search links",
+        READ,
+        inputs.SEARCH_LINKS,
+        "Ranked search over the account's links: each term matches as a prefix, terms of 5 or more characters "
+        "with one typo, in slug, title, destination_url, description, note and hashtags. Returns the total and "
+        "up to `limit` hits, best first, each with the link, its score and highlights (field name to its text "
+        "with <mark>...</mark> around the matches). The same JSON as GET /api/v1/search. A public-only key "
+        "never finds private or password links.",
+    ),
+    (
+        get_qr_code,
+        "QR code of a link",
+        READ,
+        inputs.GET_QR_CODE,
+        "The QR code of a link's short URL (with ?src=qr, so scans count as source 'qr') as an image: PNG "
+        "(image/png, base64) or SVG (image/svg+xml), `size` pixels square with a quiet zone of `margin` modules; "
+        "then one line of text naming the short URL. The same image as GET /api/v1/links/{id}/qr." + NOT_SEEN,
+    ),
+    (
+        get_link_clicks,
+        "A link's latest clicks",
+        READ,
+        inputs.GET_LINK_CLICKS,
+        "One link's clicks, newest first, a page at a time (pagination tells total and pages): each click's time "
+        "(UTC), device ('bot' for bots, which are included here), browser, os, source and referrer host. The same "
+        "JSON as GET /api/v1/links/{id}/clicks. For totals and breakdowns use get_analytics." + NOT_SEEN,
+    ),
+    (
+        preview_url,
+        "Preview a web page",
+        FETCH,
+        inputs.PREVIEW_URL,
+        "Fetch a public http(s) page, as a browser would, and say what it tells about itself: final_url after "
+        "redirects (listed in redirects), status, content_type, title, description, image, favicon and "
+        "site_name. A page that could not be fetched answers reachable: false with fetch_error saying why; a URL "
+        "that points at a private or local address is refused. Useful before create_link, to fill in a title. "
+        "The same JSON as GET /api/v1/analyze.",
+    ),
 ]
 
 
 def _tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotations, schema: dict[str, Any], doc: str) -> Tool:
-    tool = Tool.from_function(fn, title=title, description=doc, annotations=annotations, structured_output=True)
+    structured = fn is not get_qr_code  # an image is content for the model, not data with a schema
+    tool = Tool.from_function(fn, title=title, description=doc, annotations=annotations, structured_output=structured)
     # The functions take no parameters of their own (they pass the raw arguments on), so publish the real schema.
     return tool.model_copy(update={"parameters": schema})
 
 
 def build_server(tracing: bool = False) -> MCPServer:
-    """The MCP server with the six tools. `tracing`: keep the SDK's OpenTelemetry span per message, as when a tracer
+    """The MCP server with its tools. `tracing`: keep the SDK's OpenTelemetry span per message, as when a tracer
     provider is set up (see `slugline.app.telemetry`); without one the span is a no-op that still cost ~7% of a call.
     """
     # log_level: the SDK calls logging.basicConfig with it and a rich handler, which only takes effect where nothing
