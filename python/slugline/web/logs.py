@@ -197,7 +197,7 @@ class RequestLog:
 
         try:
             await app(scope, receive, answer)
-        except BaseException:
+        except Exception:  # a crash: 500 if nothing was sent (cancelled, the client left: status 0, none)
             scope.setdefault(STATUS_KEY, 500)
             raise
         finally:
