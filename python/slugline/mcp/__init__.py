@@ -1,4 +1,4 @@
-"""The remote MCP endpoint (`/mcp`): six tools over the service layer, Streamable HTTP, stateless."""
+"""The remote MCP endpoint (`/mcp`): tools over the service layer, Streamable HTTP, stateless."""
 
 from slugline.mcp.http import McpEndpoint
 
