@@ -7,8 +7,10 @@ import importlib.metadata
 import importlib.util
 import inspect
 
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from mcp.server.mcpserver import MCPServer
+from starlette.testclient import TestClient
 
 from slugline import compat
 
@@ -39,3 +41,25 @@ def test_the_mcp_sdk_still_adds_its_tracing_middleware_by_that_name() -> None:
         "(`without_sdk_tracing`) no longer finds it; see the SDK's `Server.middleware` comment"
     )
     assert compat.without_sdk_tracing(server.middleware) == [m for m in server.middleware if m not in found]
+
+
+def test_fastapi_still_records_the_full_route_template_on_the_scope() -> None:
+    seen: list[str | None] = []
+    inner = APIRouter(prefix="/links")
+
+    @inner.get("/{link_id}")
+    def one(link_id: str, request: Request) -> dict[str, str]:
+        seen.append(compat.route_template(request.scope))
+        return {}
+
+    outer = APIRouter(prefix="/api/v1")
+    outer.include_router(inner)
+    app = FastAPI()
+    app.include_router(outer)
+    assert TestClient(app).get("/api/v1/links/lnk_1").status_code == 200
+    assert seen == ["/api/v1/links/{link_id}"], (
+        f"FastAPI {_version('fastapi')} no longer keeps the full route template at "
+        f"scope{list(compat.FASTAPI_ROUTE_CONTEXT)!r}.path_format: JSON log lines and the access log lose their "
+        "routers' prefixes. Find where FastAPI's telemetry reads the effective route (fastapi/routing.py), update "
+        "`route_template` in slugline/compat.py, then the upper bound on fastapi in pyproject.toml."
+    )

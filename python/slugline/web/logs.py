@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from slugline import compat
 from slugline.settings import Settings
 
 REQUEST_ID_HEADER = b"x-request-id"
@@ -61,8 +62,7 @@ def route_of(scope: dict[str, Any]) -> str | None:
     own telemetry reads it; a mount's template is its prefix and `/{path}`, a plain route's (/mcp) its path."""
     template = scope.get(ROUTE_KEY)
     if template is None:
-        effective = (scope.get("fastapi") or {}).get("effective_route_context")
-        template = getattr(effective, "path_format", None) or getattr(scope.get("route"), "path_format", None)
+        template = compat.route_template(scope) or getattr(scope.get("route"), "path_format", None)
     if template is None and "endpoint" in scope:
         root = scope.get("root_path", "")
         template = f"{root}/{{path}}" if root and root != scope.get("app_root_path", "") else scope.get("path")
