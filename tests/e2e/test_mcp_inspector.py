@@ -168,3 +168,27 @@ def authorization_url(proc: subprocess.Popen[str]) -> str:
         if line.startswith("Please navigate to: "):
             return line.removeprefix("Please navigate to: ").strip()
     raise AssertionError(f"the Inspector printed no authorization URL: {''.join(seen)[-2000:]}")
+
+
+def test_inspector_reads_resources_and_prompts(inspector: Path, served: tuple[Server, Keys], tmp_path: Path) -> None:
+    server, keys = served
+
+    def inspect(key: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return run(inspector, server, key, tmp_path, "--method", *args)
+
+    templates = ok(inspect(keys.full, "resources/templates/list"))["resourceTemplates"]
+    assert {t["uriTemplate"] for t in templates} == {"slugline://links/{link_id}", "slugline://links{?q,page}"}
+    made = ok(
+        run(
+            inspector, server, keys.full, tmp_path, "--method", "tools/call", "--tool-name", "create_link",
+            "--tool-arg", "destination_url=https://example.org/r", "visibility=private",
+        )
+    )["structuredContent"]  # fmt: skip
+    [content] = ok(inspect(keys.full, "resources/read", "--uri", f"slugline://links/{made['id']}"))["contents"]
+    assert json.loads(content["text"])["id"] == made["id"]
+    hidden = inspect(keys.public, "resources/read", "--uri", f"slugline://links/{made['id']}")
+    assert hidden.returncode != 0 and "link not found" in hidden.stdout + hidden.stderr
+    prompts = ok(inspect(keys.full, "prompts/list"))["prompts"]
+    assert {p["name"] for p in prompts} == {"weekly_performance", "tidy_links"}
+    [message] = ok(inspect(keys.public, "prompts/get", "--prompt-name", "tidy_links"))["messages"]
+    assert "preview_url" in message["content"]["text"] and made["id"] not in message["content"]["text"]

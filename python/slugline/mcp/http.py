@@ -25,7 +25,8 @@ from starlette.types import Receive, Scope, Send
 from slugline.accounts import service as accounts
 from slugline.common.errors import ServiceError
 from slugline.mcp import exchange
-from slugline.mcp.tools import CALLER_KEY, RUNTIME_KEY, build_server
+from slugline.mcp.context import CALLER_KEY, RUNTIME_KEY
+from slugline.mcp.tools import build_server
 from slugline.oauth.tokens import resource_metadata_url
 from slugline.runtime import Runtime
 from slugline.settings import Settings

@@ -24,12 +24,11 @@ from slugline.compat import without_sdk_tracing
 from slugline.fetch import analyze
 from slugline.links import qr
 from slugline.links import service as links
-from slugline.mcp import inputs
+from slugline.mcp import inputs, resources
+from slugline.mcp.context import principal
 from slugline.runtime import Runtime
 from slugline.search import service as search
 
-CALLER_KEY = "slugline.caller"  # set on the ASGI scope by the HTTP layer once the key is checked
-RUNTIME_KEY = "slugline.runtime"
 Operation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any] | CallToolResult]]
 
 INSTRUCTIONS = (
@@ -46,20 +45,12 @@ CREATE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
-def _principal(ctx: Context) -> tuple[Runtime, Caller]:
-    request = ctx.request_context.request
-    scope = getattr(request, "scope", None) or {}
-    if CALLER_KEY not in scope:  # only reachable if the server is used without slugline.mcp.http in front
-        raise RuntimeError("MCP tool called without an authenticated caller")
-    return scope[RUNTIME_KEY], scope[CALLER_KEY]
-
-
 async def _call(ctx: Context, operation: Operation) -> Any:
     """Run a service operation for the tool's caller with its raw arguments; a ServiceError becomes a tool error
     carrying the REST message.
 
     Typed Any: the SDK takes either the result the tool's annotation describes or a CallToolResult."""
-    rt, caller = _principal(ctx)
+    rt, caller = principal(ctx)
     params = ctx.request_context.params or {}
     arguments = dict(params.get("arguments") or {})
     try:
@@ -313,6 +304,7 @@ def build_server(tracing: bool = False) -> MCPServer:
         log_level="WARNING",
         tools=[_tool(*spec) for spec in TOOLS],
     )
+    resources.register(server)
     if not tracing:  # the SDK's documented opt-out: drop it from the middleware list
         server.middleware[:] = without_sdk_tracing(server.middleware)
     return server
