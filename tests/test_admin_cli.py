@@ -159,3 +159,15 @@ def test_the_installed_command(settings: Settings, client: TestClient, alice: Ac
     assert done.returncode == 0 and "examples:" in done.stdout and "slugline links create --account" in done.stdout
     assert slugline("keys", "list", "nobody").returncode == 1
     assert slugline("keys").returncode == 2
+
+
+def test_links_export(slugline: Any, client: TestClient, alice: Account, tmp_path: Any) -> None:
+    for slug in ("ex-one", "ex-two"):
+        client.post(LINKS, json={"destination_url": "https://example.com/", "slug": slug}, headers=alice.auth())
+    target = tmp_path / "links.ndjson"
+    code, out, _ = slugline("links", "export", "--account", "alice", "--format", "ndjson", "--output", str(target))
+    assert code == 0 and f"to {target}" in out
+    assert [orjson.loads(line)["slug"] for line in target.read_bytes().splitlines()] == ["ex-one", "ex-two"]
+    code, out, _ = slugline("links", "export", "--account", "alice", "--q", "two")
+    assert code == 0 and out.splitlines()[0].startswith("id,slug,short_url,") and len(out.splitlines()) == 2
+    assert slugline("links", "export", "--account", "nobody")[0] == 1

@@ -7,6 +7,7 @@ when done, 1 when the service refused (the message on standard error, as `error:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import inspect
 import os
@@ -193,6 +194,28 @@ async def links_delete(rt: Runtime, args: argparse.Namespace) -> Any:
     return await links.delete_link(rt, *_link_id(rt, args))
 
 
+async def links_export(rt: Runtime, args: argparse.Namespace) -> Any:
+    """Every link of the account to `--output` (or standard output), as `GET /links/export` streams it."""
+    from slugline.accounts import service as accounts
+    from slugline.links import export
+
+    query = {"format": args.format, "q": args.q}
+    written = 0
+    async with await export.export_links(rt, accounts.operator(rt, args.account), query) as made:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(open(args.output, "wb")) if args.output else sys.stdout.buffer  # noqa: ASYNC230
+            async for chunk in made:
+                out.write(chunk)
+                written += len(chunk)
+            out.flush()
+    return {"output": args.output or "-", "format": args.format, "bytes": written}
+
+
+def _show_export(answer: dict[str, Any]) -> None:
+    if answer["output"] != "-":  # the file itself went to standard output: nothing else goes there
+        print(f"wrote {answer['bytes']} bytes of {answer['format']} to {answer['output']}")
+
+
 LINK_COLUMNS = ["id", "slug", "visibility", "clicks", "short_url", "destination_url"]
 LINK_FIELDS = [
     "id",
@@ -242,7 +265,8 @@ EXAMPLES = {
   slugline links list --account ada --q launch --per 50
   slugline links create --account ada https://example.com/launch --slug launch --tag news --tag 2026
   slugline links show --account ada launch --json
-  slugline links delete --account ada launch""",
+  slugline links delete --account ada launch
+  slugline links export --account ada --format ndjson --output ada-links.ndjson""",
 }
 
 
@@ -331,3 +355,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         )
         made.add_argument("--account", required=True, metavar="NAME")
         made.add_argument("link", metavar="ID_OR_SLUG")
+    made = command(links, "export", links_export, _show_export, "write every link of an account to a file")
+    made.add_argument("--account", required=True, metavar="NAME")
+    made.add_argument("--format", choices=["csv", "ndjson"], default="csv", help="the file's format (default csv)")
+    made.add_argument("--output", metavar="FILE", help="the file to write (default: standard output)")
+    made.add_argument("--q", help="only the links matching this search (as the API's q)")

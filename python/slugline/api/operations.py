@@ -46,6 +46,18 @@ EXPORT = {
     "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
 }
 
+LINK_EXPORT = {
+    "description": "The links as a file, streamed: CSV with a header row (`format=csv`) or one JSON object a line "
+    "(`format=ndjson`); every column of a link, timestamps to the microsecond",
+    "headers": {
+        "Content-Disposition": {
+            "description": 'attachment; filename="links.csv" (or links.ndjson)',
+            "schema": {"type": "string"},
+        }
+    },
+    "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
+}
+
 
 @dataclass(frozen=True)
 class Operation:
@@ -70,6 +82,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("delete", "/api-key"): Operation(outputs.KeyDeleted, (404, 422, *KEYED), "any"),
     ("get", "/links"): Operation(outputs.LinkPage, (422, *KEYED), "key"),
     ("post", "/links"): Operation(outputs.NewLink, (*BODY, 409, *KEYED), "key", 201),
+    ("get", "/links/export"): Operation(None, (422, *KEYED), "key", answer=LINK_EXPORT),
     ("get", "/links/{link_id}"): Operation(outputs.Link, (404, *KEYED), "key"),
     ("put", "/links/{link_id}"): Operation(outputs.Link, (*BODY, 404, 409, *KEYED), "key"),
     ("delete", "/links/{link_id}"): Operation(outputs.Deleted, (404, *KEYED), "key"),
