@@ -1,14 +1,19 @@
-"""Many links at once: the export of an account's links as a file. Included before `links`, whose `/links/{link_id}`
-would take `/links/export` for a link's id."""
+"""Many links at once: the export of an account's links as a file, and bulk create, change and delete. Included
+before `links`, whose `/links/{link_id}` would take `/links/export` or `/links/bulk` for a link's id."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Any
 
-from slugline.api.deps import ApiCaller, RuntimeDep
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+
+from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
 from slugline.api.openapi import query_schema
-from slugline.links import export
-from slugline.web.responses import Download
+from slugline.common.inputs import LinkCreate, object_schema
+from slugline.links import bulk, export
+from slugline.web.request import client_ip
+from slugline.web.responses import JSON, Download
 
 router = APIRouter(prefix="/links", tags=["links"])
 SHOWN = (*export.FILTERS, "format")  # the export's parameters; the list's paging and order are not its own
@@ -24,3 +29,40 @@ SHOWN = (*export.FILTERS, "format")  # the export's parameters; the list's pagin
 )
 async def export_links(rt: RuntimeDep, caller: ApiCaller, request: Request) -> Download:
     return Download(await export.export_links(rt, caller, dict(request.query_params)))
+
+
+def _body(model: type[BaseModel], items: dict[str, Any] | None = None) -> dict[str, Any]:
+    schema = object_schema(model)
+    if items is not None:  # each item's own schema: a create body
+        schema["properties"]["links"]["items"] = items
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+@router.post(
+    "/bulk",
+    openapi_extra=_body(bulk.BulkCreate, object_schema(LinkCreate)),
+    summary=f"Create up to {bulk.MAX_ITEMS} links: an answer per item (index, status, link or error), or with "
+    "atomic all or none; counts one request per item",
+)
+async def create_links(rt: RuntimeDep, caller: ApiCaller, request: Request, body: JsonBody) -> JSON:
+    return JSON(await bulk.create_links(rt, caller, body, client_ip(request.scope)))
+
+
+@router.patch(
+    "/bulk",
+    openapi_extra=_body(bulk.BulkUpdate),
+    summary="Make one change (a PUT /links/{id} body but slug) to many links: an answer per id, or with atomic all "
+    "or none; counts one request per id",
+)
+async def update_links(rt: RuntimeDep, caller: ApiCaller, request: Request, body: JsonBody) -> JSON:
+    return JSON(await bulk.update_links(rt, caller, body, client_ip(request.scope)))
+
+
+@router.delete(
+    "/bulk",
+    openapi_extra=_body(bulk.BulkDelete),
+    summary="Delete many links, with their clicks: an answer per id, or with atomic all or none; counts one request "
+    "per id",
+)
+async def delete_links(rt: RuntimeDep, caller: ApiCaller, request: Request, body: JsonBody) -> JSON:
+    return JSON(await bulk.delete_links(rt, caller, body, client_ip(request.scope)))
