@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from sqlalchemy import JSON, BigInteger, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import false
 
 from slugline.common.bounds import (
     MAX_BROWSER,
@@ -80,6 +81,14 @@ class Link(Base):
     clicks: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[datetime] = mapped_column(Timestamp)
     updated_at: Mapped[datetime] = mapped_column(Timestamp)
+    # The lifecycle (migration 0012, `links.lifecycle`). `clicks_used` is the non-bot visitors a limited link let
+    # through, counted by the redirect itself; never written by an update.
+    expires_at: Mapped[datetime | None] = mapped_column(Timestamp, nullable=True, index=True)
+    max_clicks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    clicks_used: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    expired_url: Mapped[str | None] = mapped_column(String(MAX_URL), nullable=True)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    preview: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
 
     __table_args__ = (Index("ix_links_account_created", "account_id", "created_at"),)
 
@@ -102,6 +111,12 @@ class LinkRecord:
     clicks: int = 0
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = None
+    max_clicks: int | None = None
+    clicks_used: int = 0
+    expired_url: str | None = None
+    archived: bool = False
+    preview: dict[str, str] | None = None
 
 
 class LinkChange(Base):

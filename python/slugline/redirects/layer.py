@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 from slugline import _core
 from slugline.clicks.buffer import ClickRecorder
 from slugline.common.errors import RequestTimeout
 from slugline.common.visibility import Visibility
+from slugline.links.lifecycle import take_click
 from slugline.redirects.accept import prefers_json
+from slugline.redirects.ends import GONE_HTML, GONE_JSON, GUARDED, Life, is_crawler
 from slugline.redirects.linkcache import Entry, LinkCache, Missing
 from slugline.redirects.unlock import Unlocker, form_page
 from slugline.redirects.urls import merge_query
@@ -48,6 +51,7 @@ PAGE_HEADERS = [
         b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
     ),
 ]
+CARD_HEADERS = [*NO_STORE, (b"content-security-policy", b"default-src 'none'; img-src *; frame-ancestors 'none'")]
 HTML = b"text/html; charset=utf-8"
 NOT_FOUND_HTML = (
     b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Link not found</title></head>'
@@ -136,6 +140,7 @@ class Redirects:
         self.clicks = clicks
         self.record = clicks.queue.record  # one call into Rust per click
         self.unlocker = Unlocker(rt)
+        self.db = rt.db
 
     async def serve(self, slug: str, scope: Scope, receive: Any, send: Any) -> None:
         entry = self.cache.peek(slug)
@@ -143,6 +148,8 @@ class Redirects:
             entry = await self.cache.load(slug)
         if entry is None or entry.visibility == Visibility.PRIVATE:
             await not_found(scope, send)
+        elif entry.life is not None and await self.ended_or_card(entry, scope, send):
+            return
         elif entry.visibility == Visibility.PASSWORD:
             await self.protected(slug, entry, scope, receive, send)
         elif scope["method"] == "POST":
@@ -168,6 +175,11 @@ class Redirects:
         await send(EMPTY_BODY)
 
     async def redirect(self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = ()) -> None:
+        life = entry.life
+        if life is not None and life.max_clicks is not None and not await self.let_through(entry, life, scope):
+            self.count(entry, scope)  # the refused visit is recorded all the same
+            await ended(life, scope, send)
+            return
         location = self.count(entry, scope)
         await send(
             {
@@ -177,6 +189,37 @@ class Redirects:
             }
         )
         await send(EMPTY_BODY)
+
+    async def ended_or_card(self, entry: Entry, scope: Scope, send: Any) -> bool:
+        """Answers an expired link (and records the visit), or a link-preview crawler asking for a link with a
+        card; False: neither, the link is served as usual."""
+        life = entry.life
+        assert life is not None
+        if life.expires is not None and time.time() >= life.expires:
+            self.count(entry, scope)
+            await ended(life, scope, send)
+            return True
+        if (
+            life.card is not None
+            and entry.visibility == GUARDED  # a private or password link shows nothing
+            and scope["method"] != "POST"
+            and is_crawler(header(scope, b"user-agent"))
+        ):
+            self.count(entry, scope)
+            await respond(scope, send, 200, life.card, HTML, CARD_HEADERS)
+            return True
+        return False
+
+    async def let_through(self, entry: Entry, life: Life, scope: Scope) -> bool:
+        """Whether this visitor may go through a link with a click limit. A person takes one of its places, counted
+        in the database (exact across workers and hosts); a bot or a `HEAD` takes none, and goes through while the
+        limit was not reached when the entry was read."""
+        if (
+            scope["method"] == "HEAD"
+            or _core.classify_user_agent(header(scope, b"user-agent").decode("latin-1"))[0] == "bot"
+        ):
+            return not life.used_up
+        return await take_click(self.db, entry.link_id)
 
     def count(self, entry: Entry, scope: Scope) -> bytes:
         """The `Location` for this request; a click recorded unless it is a `HEAD`. Called before the response goes
@@ -233,6 +276,18 @@ async def not_found(scope: Scope, send: Any) -> None:
         await respond(scope, send, 404, NOT_FOUND_JSON, b"application/json", NO_STORE)
     else:
         await respond(scope, send, 404, NOT_FOUND_HTML, HTML, PAGE_HEADERS)
+
+
+async def ended(life: Life, scope: Scope, send: Any) -> None:
+    """An expired or used-up link: to its `expired_url`, else 410 Gone (a page for browsers, JSON otherwise)."""
+    if life.expired_location is not None:
+        headers = [(b"location", life.expired_location), *REDIRECT_HEADERS]
+        await send({"type": "http.response.start", "status": 302, "headers": headers})
+        await send(EMPTY_BODY)
+    elif prefers_json(header(scope, b"accept")):
+        await respond(scope, send, 410, GONE_JSON, b"application/json", NO_STORE)
+    else:
+        await respond(scope, send, 410, GONE_HTML, HTML, PAGE_HEADERS)
 
 
 async def respond(
