@@ -21,6 +21,7 @@ from slugline.common.inputs import (
     properties,
     update_properties,
 )
+from slugline.links.bulk import BulkCreate
 
 LINK_ID = {"type": "string", "description": "The link's id (lnk_...), as returned by list_links or create_link"}
 UPDATE_NOTE = " Send only the fields to change; null clears title, description, note or hashtags."
@@ -33,6 +34,12 @@ def _object(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 LIST_LINKS = object_schema(ListParams)
 CREATE_LINK = object_schema(LinkCreate)
+_CREATE_LINKS = object_schema(BulkCreate)
+_ONE = {**CREATE_LINK, "properties": {k: v for k, v in CREATE_LINK["properties"].items() if k != "auto_meta"}}
+CREATE_LINKS = {
+    **_CREATE_LINKS,
+    "properties": {**_CREATE_LINKS["properties"], "links": {**_CREATE_LINKS["properties"]["links"], "items": _ONE}},
+}
 UPDATE_LINK = _object({"id": LINK_ID, **update_properties()}, ["id"])
 DELETE_LINK = _object({"id": LINK_ID}, ["id"])
 _ANALYTICS = object_schema(AnalyticsParams)
