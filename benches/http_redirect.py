@@ -21,6 +21,7 @@ printed per request too: the database's share of the clicks.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import subprocess
 import sys
@@ -60,6 +61,13 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1, help="workers of every server")
     parser.add_argument("--links", type=int, default=1, help="links the redirects go to, round robin (default 1)")
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
+    parser.add_argument(
+        "--link-fields",
+        type=json.loads,
+        default={},
+        help="JSON fields every link is made with, such as '{\"max_clicks\": 1000000000}' (a limited link) or "
+        '\'{"expires_at": "2999-01-01T00:00:00Z"}\' (an expiring one)',
+    )
     args = parser.parse_args()
     ensure_tools()
     paths = [f"/bench-{i}" for i in range(args.links)]
@@ -76,7 +84,7 @@ def main() -> int:
             auth = pro_account(base, env)
             with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
                 for i in range(args.links):
-                    body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}"}
+                    body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}", **args.link_fields}
                     client.post("/api/v1/links", json=body).raise_for_status()
             urls = {"nginx": nginx_url, "bare Granian": bare_base, "slugline": base}
             results, cpu, database_cpu = measure(urls, script, args, {"bare Granian": bare, "slugline": server})

@@ -30,7 +30,7 @@ from slugline.redirects.accept import prefers_json
 from slugline.redirects.ends import GONE_HTML, GONE_JSON, GUARDED, Life, is_crawler
 from slugline.redirects.linkcache import Entry, LinkCache, Missing
 from slugline.redirects.unlock import Unlocker, form_page
-from slugline.redirects.urls import merge_query
+from slugline.redirects.urls import ascii_url, merge_query
 from slugline.runtime import Runtime
 from slugline.storage.db import unavailable
 from slugline.web import keepalive
@@ -141,13 +141,15 @@ class Redirects:
         self.record = clicks.queue.record  # one call into Rust per click
         self.unlocker = Unlocker(rt)
         self.db = rt.db
+        elsewhere = rt.settings.not_found_url
+        self.not_found_location = None if elsewhere is None else ascii_url(elsewhere).encode("ascii")
 
     async def serve(self, slug: str, scope: Scope, receive: Any, send: Any) -> None:
         entry = self.cache.peek(slug)
         if isinstance(entry, Missing):
             entry = await self.cache.load(slug)
         if entry is None or entry.visibility == Visibility.PRIVATE:
-            await not_found(scope, send)
+            await not_found(scope, send, self.not_found_location)
         elif entry.life is not None and await self.ended_or_card(entry, scope, send):
             return
         elif entry.visibility == Visibility.PASSWORD:
@@ -271,8 +273,14 @@ def header(scope: Scope, name: bytes, joiner: bytes = b", ") -> bytes:
     return joiner.join(value for key, value in scope["headers"] if key == name)
 
 
-async def not_found(scope: Scope, send: Any) -> None:
-    if prefers_json(header(scope, b"accept")):
+async def not_found(scope: Scope, send: Any, elsewhere: bytes | None = None) -> None:
+    """404, or a 302 to `SLUGLINE_NOT_FOUND_URL` (`elsewhere`) when it is set."""
+    if elsewhere is not None:
+        await send(
+            {"type": "http.response.start", "status": 302, "headers": [(b"location", elsewhere), *REDIRECT_HEADERS]}
+        )
+        await send(EMPTY_BODY)
+    elif prefers_json(header(scope, b"accept")):
         await respond(scope, send, 404, NOT_FOUND_JSON, b"application/json", NO_STORE)
     else:
         await respond(scope, send, 404, NOT_FOUND_HTML, HTML, PAGE_HEADERS)
