@@ -171,3 +171,21 @@ def test_links_export(slugline: Any, client: TestClient, alice: Account, tmp_pat
     code, out, _ = slugline("links", "export", "--account", "alice", "--q", "two")
     assert code == 0 and out.splitlines()[0].startswith("id,slug,short_url,") and len(out.splitlines()) == 2
     assert slugline("links", "export", "--account", "nobody")[0] == 1
+
+
+def test_links_import(slugline: Any, client: TestClient, alice: Account, tmp_path: Any) -> None:
+    client.post(LINKS, json={"destination_url": "https://example.com/", "slug": "im-one"}, headers=alice.auth())
+    target = tmp_path / "links.csv"
+    assert slugline("links", "export", "--account", "alice", "--output", str(target))[0] == 0
+    assert slugline("accounts", "create", "bob", "--plan", "developer")[0] == 0
+    code, out, _ = slugline("links", "import", str(target), "--account", "alice", "--dry-run")
+    assert (
+        code == 0
+        and out.strip() == "dry run, nothing written: 0 created, 1 skipped, 0 overwritten, 0 conflicts, 0 errors"
+    )
+    code, out, _ = slugline("links", "import", str(target), "--account", "bob", "--json")
+    assert code == 0 and orjson.loads(out)["conflicts"] == 1  # slugs are global: alice holds it
+    assert (
+        "row 1: conflict: slug 'im-one' is already taken"
+        in slugline("links", "import", str(target), "--account", "bob")[1]
+    )

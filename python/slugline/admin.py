@@ -211,6 +211,26 @@ async def links_export(rt: Runtime, args: argparse.Namespace) -> Any:
     return {"output": args.output or "-", "format": args.format, "bytes": written}
 
 
+def links_import(rt: Runtime, args: argparse.Namespace) -> Any:
+    """The links of a file `links export` wrote, into the account (see `slugline.links.importer`)."""
+    from slugline.accounts import service as accounts
+    from slugline.links import importer
+
+    caller = accounts.operator(rt, args.account)
+    fmt = args.format or ("ndjson" if args.file.lower().endswith((".ndjson", ".jsonl")) else "csv")
+    with open(args.file, encoding="utf-8-sig", newline="") as lines:  # newline="": the csv module reads line ends
+        return importer.import_links(rt, caller, lines, fmt, dry_run=args.dry_run, overwrite=args.overwrite)
+
+
+def _show_import(report: dict[str, Any]) -> None:
+    for problem in report["problems"]:
+        print(f"row {problem['row']}: {problem['kind']}: {problem['message']}")
+    counts = ", ".join(
+        f"{report[name]} {name}" for name in ("created", "skipped", "overwritten", "conflicts", "errors")
+    )
+    print(("dry run, nothing written: " if report["dry_run"] else "") + counts)
+
+
 def _show_export(answer: dict[str, Any]) -> None:
     if answer["output"] != "-":  # the file itself went to standard output: nothing else goes there
         print(f"wrote {answer['bytes']} bytes of {answer['format']} to {answer['output']}")
@@ -266,7 +286,8 @@ EXAMPLES = {
   slugline links create --account ada https://example.com/launch --slug launch --tag news --tag 2026
   slugline links show --account ada launch --json
   slugline links delete --account ada launch
-  slugline links export --account ada --format ndjson --output ada-links.ndjson""",
+  slugline links export --account ada --format ndjson --output ada-links.ndjson
+  slugline links import ada-links.ndjson --account ada --dry-run""",
 }
 
 
@@ -360,3 +381,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     made.add_argument("--format", choices=["csv", "ndjson"], default="csv", help="the file's format (default csv)")
     made.add_argument("--output", metavar="FILE", help="the file to write (default: standard output)")
     made.add_argument("--q", help="only the links matching this search (as the API's q)")
+    made = command(links, "import", links_import, _show_import, "read links from a file `links export` wrote")
+    made.add_argument("file", metavar="FILE")
+    made.add_argument("--account", required=True, metavar="NAME")
+    made.add_argument(
+        "--format", choices=["csv", "ndjson"], help="the file's format (default: from its name, else csv)"
+    )
+    made.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
+    made.add_argument("--overwrite", action="store_true", help="change this account's links whose slug the file has")

@@ -78,18 +78,13 @@ class BadRow(ValueError):
     """A line of the file that is not a link as export writes it."""
 
 
-def read(lines: Iterable[str], fmt: str) -> Iterator[dict[str, Any]]:
-    """The links of a file `export` wrote (its lines, as text), each as the values of its `STORED` columns."""
+def read(lines: Iterable[str], fmt: str) -> Iterator[dict[str, Any] | BadRow]:
+    """The links of a file `export` wrote (its lines, as text), each as the values of its `STORED` columns, or the
+    `BadRow` saying why a row is not one. A CSV file without a slug and destination_url header raises `BadRow`."""
     if fmt == "ndjson":
         for n, line in enumerate(lines, 1):
             if line.strip():
-                try:
-                    found = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise BadRow(f"line {n}: not JSON ({exc})") from None
-                if not isinstance(found, dict):
-                    raise BadRow(f"line {n}: not a JSON object")
-                yield {name: _typed(name, found.get(name)) for name in STORED if name in found}
+                yield _ndjson_row(n, line)
         return
     rows = csv.reader(lines)
     header = next(rows, None)
@@ -100,7 +95,23 @@ def read(lines: Iterable[str], fmt: str) -> Iterator[dict[str, Any]]:
     for row in rows:
         if row:
             found = dict(zip(header, row, strict=False))
-            yield {name: _from_cell(name, found[name]) for name in STORED if name in found}
+            try:
+                yield {name: _from_cell(name, found[name]) for name in STORED if name in found}
+            except BadRow as exc:
+                yield exc
+
+
+def _ndjson_row(n: int, line: str) -> dict[str, Any] | BadRow:
+    try:
+        found = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return BadRow(f"line {n}: not JSON ({exc})")
+    if not isinstance(found, dict):
+        return BadRow(f"line {n}: not a JSON object")
+    try:
+        return {name: _typed(name, found.get(name)) for name in STORED if name in found}
+    except BadRow as exc:
+        return BadRow(f"line {n}: {exc}")
 
 
 def _typed(name: str, value: Any) -> Any:
