@@ -189,3 +189,24 @@ def test_links_import(slugline: Any, client: TestClient, alice: Account, tmp_pat
         "row 1: conflict: slug 'im-one' is already taken"
         in slugline("links", "import", str(target), "--account", "bob")[1]
     )
+
+
+def test_links_purge(slugline: Any, client: TestClient, alice: Account) -> None:
+    old = client.post(
+        LINKS,
+        json={"destination_url": "https://example.com/", "expires_at": "2020-01-01T00:00:00Z"},
+        headers=alice.auth(),
+    ).json()
+    kept = client.post(
+        LINKS,
+        json={"destination_url": "https://example.com/", "expires_at": "2999-01-01T00:00:00Z"},
+        headers=alice.auth(),
+    ).json()
+    code, _, err = slugline("links", "purge", "--expired-before", "yesterday")
+    assert code == 2 and "not an ISO date" in err
+    done = _json(slugline("links", "purge", "--expired-before", "2021-01-01", "--json"))
+    assert (done["purged"], done["batches"]) == (1, 1)
+    assert client.get(f"{LINKS}/{old['id']}", headers=alice.auth()).status_code == 404
+    assert client.get(f"{LINKS}/{kept['id']}", headers=alice.auth()).status_code == 200
+    code, out, _ = slugline("links", "purge", "--expired-before", "2021-01-01")
+    assert code == 0 and out.startswith("purged 0 link(s)")

@@ -222,6 +222,26 @@ def links_import(rt: Runtime, args: argparse.Namespace) -> Any:
         return importer.import_links(rt, caller, lines, fmt, dry_run=args.dry_run, overwrite=args.overwrite)
 
 
+def links_purge(rt: Runtime, args: argparse.Namespace) -> Any:
+    """Every link of every account that expired before `--expired-before`, with its clicks, in batches."""
+    from datetime import UTC, datetime
+
+    from slugline.links import purge
+
+    before = datetime.fromisoformat(args.expired_before)
+    return purge.purge_expired(rt, before if before.tzinfo else before.replace(tzinfo=UTC), batch=args.batch)
+
+
+def _expiry_date(text: str) -> str:
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or time (UTC): {text!r}") from None
+    return text
+
+
 def _show_import(report: dict[str, Any]) -> None:
     for problem in report["problems"]:
         print(f"row {problem['row']}: {problem['kind']}: {problem['message']}")
@@ -287,7 +307,8 @@ EXAMPLES = {
   slugline links show --account ada launch --json
   slugline links delete --account ada launch
   slugline links export --account ada --format ndjson --output ada-links.ndjson
-  slugline links import ada-links.ndjson --account ada --dry-run""",
+  slugline links import ada-links.ndjson --account ada --dry-run
+  slugline links purge --expired-before 2026-01-01""",
 }
 
 
@@ -389,3 +410,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     made.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
     made.add_argument("--overwrite", action="store_true", help="change this account's links whose slug the file has")
+    made = command(
+        links,
+        "purge",
+        links_purge,
+        lambda done: print(f"purged {done['purged']} link(s) that expired before {done['expired_before']}"),
+        "delete the links of every account that expired before a date, with their clicks",
+    )
+    made.add_argument(
+        "--expired-before", required=True, type=_expiry_date, metavar="DATE", help="an ISO date or time, UTC"
+    )
+    made.add_argument("--batch", type=int, default=500, help="links deleted per transaction (default 500)")
