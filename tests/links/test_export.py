@@ -131,3 +131,14 @@ def test_memory_follows_the_chunk_not_the_account(
     peak(10_000)  # once before measuring: compiled statements and other caches filled
     chunked, whole = peak(250), peak(10_000)
     assert chunked * 8 < whole, (chunked, whole)
+
+
+def test_archived_links_are_exported_unless_the_filters_say_otherwise(client: TestClient, alice: Account) -> None:
+    create(client, alice, slug="kept")
+    gone = create(client, alice, slug="shelved").json()["id"]
+    assert client.put(f"{LINKS}/{gone}", json={"archived": True}, headers=alice.auth()).status_code == 200
+    assert [row["slug"] for row in ndjson(client, alice)] == ["kept", "shelved"]
+    assert [row["slug"] for row in ndjson(client, alice, archived="false")] == ["kept"]
+    assert [row["slug"] for row in ndjson(client, alice, status="archived")] == ["shelved"]
+    assert [row["slug"] for row in ndjson(client, alice, status="active", q="e")] == ["kept"]
+    assert client.get(EXPORT, params={"status": "nope"}, headers=alice.auth()).status_code == 422

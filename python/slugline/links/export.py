@@ -20,11 +20,12 @@ from sqlalchemy import Select, Table, select, tuple_
 
 from slugline.analytics.export import MEDIA_TYPES, Export
 from slugline.common.caller import Caller
+from slugline.common.clock import utcnow
 from slugline.common.inputs import ListParams
 from slugline.common.models import Link
 from slugline.common.validation import parse, without_nulls
 from slugline.limits import rules as limits
-from slugline.links import files
+from slugline.links import files, lifecycle
 from slugline.links.service import visible
 from slugline.runtime import Runtime
 from slugline.search.queries import Page
@@ -34,7 +35,11 @@ CHUNK_ROWS = 1_000
 _LINKS = cast(Table, Link.__table__)
 _READ = tuple(_LINKS.c[name] for name in files.STORED)
 
-FILTERS = ("q",)  # the list's parameters that choose links (not a page or an order): the export takes these
+FILTERS = (
+    "q",
+    "status",
+    "archived",
+)  # the list's parameters that choose links (not a page or an order): the export takes these
 
 
 class LinkExportParams(ListParams):
@@ -55,7 +60,7 @@ async def export_links(rt: Runtime, caller: Caller, data: dict[str, Any]) -> Exp
     q = (params.q or "").strip()
     slot = AsyncExitStack()
     await slot.enter_async_context(limits.querying(rt, caller.account_id, q))
-    chunks = _chunks(rt, caller, params.format, q)
+    chunks = _chunks(rt, caller, params.format, q, _statement(caller, params))
     try:
         head = await anext(chunks)  # before the response starts: a store that does not answer is a 503, not a cut file
     except BaseException:
@@ -64,7 +69,7 @@ async def export_links(rt: Runtime, caller: Caller, data: dict[str, Any]) -> Exp
     return Export(MEDIA_TYPES[params.format], f"links.{params.format}", head, chunks, slot)
 
 
-async def _chunks(rt: Runtime, caller: Caller, fmt: str, q: str) -> AsyncGenerator[bytes]:
+async def _chunks(rt: Runtime, caller: Caller, fmt: str, q: str, rows_of: Select[Any]) -> AsyncGenerator[bytes]:
     """The body, a chunk per query: the first one even when empty, with the CSV header."""
     render = files.csv_rows if fmt == "csv" else files.ndjson_rows
     head: bytes | None = files.csv_header() if fmt == "csv" else b""
@@ -72,7 +77,7 @@ async def _chunks(rt: Runtime, caller: Caller, fmt: str, q: str) -> AsyncGenerat
     sent = 0
     more = True
     while more:
-        rows, more = await anyio.to_thread.run_sync(_chunk, rt, caller, after, q, sent)
+        rows, more = await anyio.to_thread.run_sync(_chunk, rt, caller, rows_of, after, q, sent)
         body = render([files.cells(row, caller.base_url) for row in rows])
         if rows or head is not None:
             yield (head or b"") + body
@@ -85,22 +90,30 @@ async def _chunks(rt: Runtime, caller: Caller, fmt: str, q: str) -> AsyncGenerat
 _CREATED = files.STORED.index("created_at")
 
 
-def _statement(caller: Caller) -> Select[Any]:
-    return select(*_READ).where(*visible(caller)).order_by(Link.created_at, Link.id).limit(CHUNK_ROWS)
+def _statement(caller: Caller, params: LinkExportParams) -> Select[Any]:
+    """Every link the export may send, in order. Unlike the list, it leaves out no archived link unless `status` or
+    `archived` asks it to: a file to move an account with holds all of it."""
+    conds = visible(caller)
+    if params.status is not None or params.archived is not None:
+        conds += lifecycle.status_condition(params.status, params.archived)
+    return select(*_READ).where(*conds).order_by(Link.created_at, Link.id).limit(CHUNK_ROWS)
 
 
-def _chunk(rt: Runtime, caller: Caller, after: Key | None, q: str, sent: int) -> tuple[Sequence[Any], bool]:
+def _chunk(
+    rt: Runtime, caller: Caller, stmt: Select[Any], after: Key | None, q: str, sent: int
+) -> tuple[Sequence[Any], bool]:
     """One chunk of rows (`files.STORED` columns): after `after`, or with `q` the index's matches from `sent` on;
     and whether more may follow."""
-    stmt = _statement(caller)
+    binds: dict[str, Any] = {"now": utcnow()}  # the time a status filter compares with (`lifecycle.status_condition`)
     with rt.db.engine.connect() as conn:
         if q:
             _, ids = rt.search.use(conn, caller.account_id, Page(q, caller.public_only, False, sent, CHUNK_ROWS))
             if not ids:
                 return [], False
             stmt = stmt.where(ids_in(conn.dialect.name, Link.id.expression, "match_ids"))
-            return conn.execute(stmt, {"match_ids": match_ids(conn, ids)}).all(), len(ids) == CHUNK_ROWS
+            binds["match_ids"] = match_ids(conn, ids)
+            return conn.execute(stmt, binds).all(), len(ids) == CHUNK_ROWS
         if after is not None:
             stmt = stmt.where(tuple_(Link.created_at, Link.id) > tuple_(*after))
-        rows = conn.execute(stmt).all()
+        rows = conn.execute(stmt, binds).all()
         return rows, len(rows) == CHUNK_ROWS
