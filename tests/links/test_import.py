@@ -27,6 +27,12 @@ def variety(client: TestClient, who: Account) -> None:
     create(client, who, slug="tagged", hashtags=["news", "été"], title="-minus", visibility="unlisted")
     create(client, who, slug="hidden", visibility="private", destination_url="https://example.com/p?q=1&r=2")
     create(client, who, slug="locked", visibility="password", password="sesame-42", title="")
+    card = {"title": "=Card", "description": 'Seen, "quoted"', "image_url": "https://example.com/i.png"}
+    ends = {"expires_at": "2031-01-01T00:00:00Z", "max_clicks": 5, "expired_url": "https://example.com/gone"}
+    made = create(client, who, slug="card", preview=card, **ends)
+    assert made.status_code == 201, made.text
+    shelved = create(client, who, slug="shelved").json()["id"]
+    assert client.put(f"{LINKS}/{shelved}", json={"archived": True}, headers=who.auth()).status_code == 200
 
 
 def export(client: TestClient, who: Account, fmt: str) -> bytes:
@@ -41,7 +47,11 @@ def run_import(rt: Runtime, name: str, data: bytes, fmt: str, **options: bool) -
 
 
 def empty(client: TestClient, who: Account) -> None:
-    ids = [link["id"] for link in client.get(LINKS, params={"per": 100}, headers=who.auth()).json()["data"]]
+    ids = [
+        link["id"]
+        for link in client.get(LINKS, params={"per": 100, "archived": "true"}, headers=who.auth()).json()["data"]
+    ]
+    ids += [link["id"] for link in client.get(LINKS, params={"per": 100}, headers=who.auth()).json()["data"]]
     assert client.request("DELETE", f"{LINKS}/bulk", json={"ids": ids}, headers=who.auth()).status_code == 200
 
 
@@ -57,7 +67,7 @@ def test_export_then_import_into_an_empty_account_is_identical(
     empty(client, alice)  # the slugs and ids are free again: bob's import can keep them
 
     report = run_import(runtime, "bob", written, fmt)
-    assert (report["created"], report["skipped"], report["conflicts"], report["errors"]) == (5, 0, 0, 0), report
+    assert (report["created"], report["skipped"], report["conflicts"], report["errors"]) == (7, 0, 0, 0), report
     assert export(client, bob, fmt) == written
     assert client.get(LINKS, params={"q": "#news"}, headers=bob.auth()).json()["pagination"]["total"] == 1
     assert client.get("/plain", headers={"user-agent": CHROME}, follow_redirects=False).status_code == 302
@@ -65,7 +75,7 @@ def test_export_then_import_into_an_empty_account_is_identical(
     assert unlocked.status_code in (302, 303), unlocked.text  # the password's hash came along
 
     again = run_import(runtime, "bob", written, fmt)
-    assert (again["created"], again["skipped"], again["conflicts"]) == (0, 5, 0) and export(client, bob, fmt) == written
+    assert (again["created"], again["skipped"], again["conflicts"]) == (0, 7, 0) and export(client, bob, fmt) == written
 
 
 def test_a_slug_with_another_destination_is_a_conflict_unless_overwritten(

@@ -3,8 +3,9 @@
 Its columns are every column of the links table but the account (`STORED`), so a column a migration adds is exported
 and imported with no change here, plus `short_url` after the slug (for people; import ignores it). Values are typed
 as the table types them: timestamps as ISO 8601 UTC to the microsecond (so a re-export of an import is the same
-file), hashtags as a JSON list in NDJSON and space-separated in CSV (a tag holds no whitespace), a missing value as
-null in NDJSON and an empty cell in CSV. A password link carries its password's hash, never the password.
+file), hashtags as a JSON list in NDJSON and space-separated in CSV (a tag holds no whitespace), another JSON value
+(a preview card) as itself in NDJSON and its JSON text in CSV, a missing value as null in NDJSON and an empty cell
+in CSV. A password link carries its password's hash, never the password.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = " ".join(value) if isinstance(value, list) else str(value)
+    if isinstance(value, dict):  # a JSON column's object (a link's preview card): its JSON text
+        text = orjson.dumps(value).decode()
+    else:
+        text = " ".join(value) if isinstance(value, list) else str(value)
     if isinstance(value, int):  # a number is written as it is: -1 is no formula
         return text
     return "'" + text if text.startswith(ESCAPED_STARTS) else text
@@ -126,9 +130,9 @@ def _from_cell(name: str, text: str) -> Any:
     if text.startswith("'"):
         text = text[1:]
     elif text == "":
-        return [] if isinstance(column.type, JSON) else None if column.nullable else ""
+        return [] if name == "hashtags" else None if column.nullable else ""
     if isinstance(column.type, JSON):
-        return text.split()
+        return text.split() if name == "hashtags" else _json_cell(name, text)
     if isinstance(column.type, Boolean):
         return text.lower() == "true"
     if isinstance(column.type, Integer):
@@ -137,6 +141,13 @@ def _from_cell(name: str, text: str) -> Any:
         except ValueError:
             raise BadRow(f"{name} must be a whole number, not {text!r}") from None
     return _parse_moment(name, text) if name in _MOMENTS else text
+
+
+def _json_cell(name: str, text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise BadRow(f"{name} must be JSON, not {text!r}") from None
 
 
 _MOMENTS = frozenset(c.key for c in _LINKS.columns if getattr(c.type, "python_type", None) is datetime)
