@@ -28,7 +28,11 @@ def variety(client: TestClient, who: Account) -> None:
     create(client, who, slug="hidden", visibility="private", destination_url="https://example.com/p?q=1&r=2")
     create(client, who, slug="locked", visibility="password", password="sesame-42", title="")
     card = {"title": "=Card", "description": 'Seen, "quoted"', "image_url": "https://example.com/i.png"}
-    ends = {"expires_at": "2031-01-01T00:00:00Z", "max_clicks": 5, "expired_url": "https://example.com/gone"}
+    ends: dict[str, Any] = {
+        "expires_at": "2031-01-01T00:00:00Z",
+        "max_clicks": 5,
+        "expired_url": "https://example.com/gone",
+    }
     made = create(client, who, slug="card", preview=card, **ends)
     assert made.status_code == 201, made.text
     shelved = create(client, who, slug="shelved").json()["id"]
