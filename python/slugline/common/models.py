@@ -130,6 +130,22 @@ class LinkChange(Base):
     link_id: Mapped[str] = mapped_column(String(15))
 
 
+class IdempotentAnswer(Base):
+    """A create's answer, kept for 24 hours under the Idempotency-Key its client sent (`links.idempotency`): a retry
+    with the same key and body gets this answer again instead of making a second link. `status` 0: under way."""
+
+    __tablename__ = "idempotency_keys"
+
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))  # of the operation and its body
+    status: Mapped[int] = mapped_column(Integer)
+    answer: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+
+    __table_args__ = (Index("ix_idempotency_keys_account_created", "account_id", "created_at"),)
+
+
 class Click(Base):
     __tablename__ = "clicks"
 

@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
+from slugline.api.deps import ApiCaller, IdempotencyKey, JsonBody, RuntimeDep, idempotency_json
 from slugline.api.openapi import query_schema
 from slugline.common.inputs import LinkCreate, object_schema
-from slugline.links import bulk, export
+from slugline.links import bulk, export, idempotency
 from slugline.web.request import client_ip
 from slugline.web.responses import JSON, Download
 
@@ -44,8 +44,14 @@ def _body(model: type[BaseModel], items: dict[str, Any] | None = None) -> dict[s
     summary=f"Create up to {bulk.MAX_ITEMS} links: an answer per item (index, status, link or error), or with "
     "atomic all or none; counts one request per item",
 )
-async def create_links(rt: RuntimeDep, caller: ApiCaller, request: Request, body: JsonBody) -> JSON:
-    return JSON(await bulk.create_links(rt, caller, body, client_ip(request.scope)))
+async def create_links(
+    rt: RuntimeDep, caller: ApiCaller, request: Request, body: JsonBody, key: IdempotencyKey = None
+) -> JSON:
+    ip = client_ip(request.scope)
+    made = await idempotency.once(
+        rt, caller, key, "create_links", body, 200, lambda: bulk.create_links(rt, caller, body, ip)
+    )
+    return idempotency_json(made)
 
 
 @router.patch(
