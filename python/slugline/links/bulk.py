@@ -199,7 +199,7 @@ async def update_links(rt: Runtime, caller: Caller, data: Any, ip: str | None = 
     body = parse(BulkUpdate, data)
     if "slug" in body.change:
         raise Invalid("change.slug cannot be set in bulk: every link has its own slug")
-    links._checked_update(caller, body.change)
+    links.check_update(caller, body.change)
     await limits.charge(rt, caller, ip, len(body.ids))
     return await anyio.to_thread.run_sync(_update_on_thread, rt, caller, body)
 
@@ -215,7 +215,7 @@ def _update_on_thread(rt: Runtime, caller: Caller, body: BulkUpdate) -> dict[str
                 if not links.LINK_ID.fullmatch(link_id):
                     raise NotFound(links.NOT_FOUND)
                 link, old_slug, version = drive(
-                    links._change(caller, link_id, body.change, dialect, session_run(session))
+                    links.write_change(caller, link_id, body.change, dialect, session_run(session))
                 )
             except ServiceError as exc:
                 if body.atomic:

@@ -167,5 +167,5 @@ def _overwrite(
 ) -> tuple[int, LinkRecord, str | None]:
     """This account's link with the file's fields, as an update makes it (a password link keeps its password)."""
     change = {name: row.get(name) for name in (*CHECKED, "visibility") if name != "slug"}
-    link, old_slug, version = drive(links._change(caller, link_id, change, dialect, session_run(session)))
+    link, old_slug, version = drive(links.write_change(caller, link_id, change, dialect, session_run(session)))
     return version, link, old_slug

@@ -675,7 +675,7 @@ def update_on_thread(rt: Runtime, caller: Caller, link_id: str, data: Any) -> di
     try:
         with rt.db.writing() as session:
             dialect = rt.db.engine.dialect.name
-            link, old_slug, version = drive(_change(caller, link_id, data, dialect, session_run(session)))
+            link, old_slug, version = drive(write_change(caller, link_id, data, dialect, session_run(session)))
     except IntegrityError:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     events.link_saved(rt, caller.account_id, version, link, old_slug)
@@ -694,7 +694,7 @@ async def update_on_loop(rt: Runtime, caller: Caller, link_id: str, data: Any) -
         elif isinstance(writer, PgLoopWriter):
             changed = await _change_at_once(writer, caller, link_id, data)
         else:
-            changed = await writer.write(functools.partial(_change, caller, link_id, data, writer.dialect.name))
+            changed = await writer.write(functools.partial(write_change, caller, link_id, data, writer.dialect.name))
     except Taken:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     if changed is None:
@@ -708,7 +708,7 @@ async def update_on_loop(rt: Runtime, caller: Caller, link_id: str, data: Any) -
 Changed = tuple[LinkRecord, str, int]
 
 
-async def _change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> Changed:
+async def write_change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> Changed:
     """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
     the tables, no ORM bookkeeping: `link` is never added to a session. On SQLite the row's write is also the
     version bump and the feed row (`_sqlite_set`)."""
@@ -730,7 +730,7 @@ def _changed(caller: Caller, found: Sequence[Any], data: Any) -> tuple[LinkRecor
         raise NotFound(NOT_FOUND)
     link = lifecycle.typed(LinkRecord(**dict(zip(COLUMNS, found[0], strict=True))))
     old_slug = link.slug
-    body, sent = _checked_update(caller, data)
+    body, sent = check_update(caller, data)
     _apply_password(link, body, sent)
     for name, value in _new_values(body, sent - {"password"}).items():
         setattr(link, name, value)
@@ -738,7 +738,7 @@ def _changed(caller: Caller, found: Sequence[Any], data: Any) -> tuple[LinkRecor
     return link, old_slug, {"updated_at": link.updated_at, **{name: getattr(link, name) for name in CHANGEABLE}}
 
 
-def _checked_update(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]]:
+def check_update(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]]:
     """An update body, checked (what needs no stored row): it, and the fields it sets."""
     _guard_visibility(caller, data)
     body = parse(LinkUpdate, data)
@@ -809,7 +809,7 @@ def _fields_alone(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]] | No
     if not isinstance(data, dict) or not data or not data.keys() <= SET_ALONE:
         return None
     try:
-        return _checked_update(caller, data)
+        return check_update(caller, data)
     except ServiceError:
         return None
 
@@ -835,7 +835,7 @@ async def _set_at_once(
 
 
 async def _change_at_once(writer: PgLoopWriter, caller: Caller, link_id: str, data: Any) -> Changed | None:
-    """`_change` on PostgreSQL in two round trips (`PgLoopWriter.write_locked`): the row read and locked, then the
+    """`write_change` on PostgreSQL in two round trips (`PgLoopWriter.write_locked`): the row read and locked, then the
     update, the version bump and the feed row in one statement, with the COMMIT. None: declined."""
     made: list[tuple[LinkRecord, str]] = []
 
