@@ -406,7 +406,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     made.add_argument("file", metavar="FILE")
     made.add_argument("--account", required=True, metavar="NAME")
     made.add_argument(
-        "--format", choices=["csv", "ndjson"], help="the file's format (default: from its name, else csv)"
+        "--format",
+        choices=["csv", "ndjson", "shlink", "yourls", "kutt", "bitly"],
+        help="ours (csv, ndjson; by default from the file's name, else csv), or another service's export",
     )
     made.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
     made.add_argument("--overwrite", action="store_true", help="change this account's links whose slug the file has")

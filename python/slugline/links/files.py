@@ -155,6 +155,6 @@ _MOMENTS = frozenset(c.key for c in _LINKS.columns if getattr(c.type, "python_ty
 
 def _parse_moment(name: str, text: str) -> datetime:
     try:
-        return as_utc(datetime.fromisoformat(text))
+        return as_utc(datetime.fromisoformat(text)).astimezone(UTC)  # stored as UTC, whatever the offset written
     except ValueError:
         raise BadRow(f"{name} must be an ISO 8601 time, not {text!r}") from None

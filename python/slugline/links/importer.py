@@ -1,4 +1,5 @@
-"""Links read back from a file `GET /links/export` wrote (`slugline links import`), into one account.
+"""Links read back from a file `GET /links/export` wrote (`slugline links import`), or another service's export
+(`slugline.links.peers`: Shlink, YOURLS, Kutt, Bitly), into one account.
 
 Re-running an import changes nothing: a link whose slug is already there with the same destination is skipped; the
 same slug with another destination (this account's or another's: slugs are global) is a conflict, reported and never
@@ -29,7 +30,7 @@ from slugline.common.errors import ServiceError, describe_validation
 from slugline.common.inputs import LinkCreate
 from slugline.common.models import Link, LinkRecord
 from slugline.common.visibility import Visibility
-from slugline.links import events, files
+from slugline.links import events, files, peers
 from slugline.links import service as links
 from slugline.runtime import Runtime
 from slugline.storage.loopwrite import drive, session_run
@@ -68,7 +69,7 @@ def import_links(
     """Blocking: reads `lines` (a file's text, as `files.read` takes it) and writes the account's links."""
     report = Report(dry_run)
     seen: dict[str, str] = {}  # slug -> destination of every link this import made or kept
-    rows = enumerate(files.read(lines, fmt), 1)
+    rows = enumerate(peers.read(lines, fmt) if fmt in peers.FORMATS else files.read(lines, fmt), 1)
     try:
         while batch := list(itertools.islice(rows, BATCH)):
             _batch(rt, caller, batch, report, seen, overwrite)
