@@ -74,9 +74,12 @@ IdempotencyKey = Annotated[
     str | None,
     Header(
         alias=idempotency.HEADER,
+        min_length=1,
+        max_length=idempotency.MAX_KEY,
+        pattern=idempotency.KEY_PATTERN,
         description=f"Up to {idempotency.MAX_KEY} visible ASCII characters naming this request: a retry with the same "
         "key and body within 24 hours gets the first answer (with Idempotent-Replayed: true) instead of a second "
-        "link; the same key with another body is 422",
+        "link; the same key with another body is 409",
     ),
 ]
 

@@ -4,8 +4,9 @@ status, instead of making a second link (REST's header on `POST /links` and `POS
 answer never makes a duplicate.
 
 A key is the account's: kept `KEEP` after its first use, at most `MAX_PER_ACCOUNT` of them (the oldest go first).
-The same key with another body, or for the other create, is refused with 422: the key names one request. A request
-whose first use is still under way answers 409 (retry once it has answered). An answer a retry may not repeat —
+The same key with another body, or for the other create, is refused with 409 (the key names one request, and this
+one conflicts with it; a retry must send the first body again). A request whose first use is still under way
+answers 409 too, in other words (retry once it has answered). An answer a retry may not repeat —
 429, and 5xx, when nothing is known to be written — is not kept: the key is free again.
 """
 
@@ -33,7 +34,8 @@ from slugline.runtime import Runtime
 KEEP = timedelta(hours=24)
 MAX_PER_ACCOUNT = 10_000
 MAX_KEY = 255
-KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_KEY}}}")  # visible ASCII, as an HTTP header carries it
+KEY_PATTERN = r"^[\x21-\x7e]+$"  # visible ASCII, as an HTTP header carries it
+KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_KEY}}}")
 UNDER_WAY = 0
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"  # header on an answer given again
@@ -82,7 +84,7 @@ def fingerprint_of(operation: str, body: Any) -> str:
 
 def _replay(key: str, fingerprint: str, kept: str, status: int, answer: bytes | None) -> Answer:
     if kept != fingerprint:
-        raise Invalid(f"{HEADER} '{key}' was used for another request: send a new key with a new request")
+        raise Conflict(f"{HEADER} '{key}' was used for another request: send a new key with a new request")
     if status == UNDER_WAY or answer is None:
         raise Conflict(f"the request with {HEADER} '{key}' is still under way: retry once it has answered")
     body = orjson.loads(answer)

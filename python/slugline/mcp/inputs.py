@@ -22,7 +22,7 @@ from slugline.common.inputs import (
     update_properties,
 )
 from slugline.links.bulk import BulkCreate
-from slugline.links.idempotency import MAX_KEY
+from slugline.links.idempotency import KEY_PATTERN, MAX_KEY
 
 LINK_ID = {"type": "string", "description": "The link's id (lnk_...), as returned by list_links or create_link"}
 UPDATE_NOTE = " Send only the fields to change; null clears title, description, note or hashtags."
@@ -38,7 +38,7 @@ IDEMPOTENCY_KEY = {
     "type": "string",
     "minLength": 1,
     "maxLength": MAX_KEY,
-    "pattern": "^[\\x21-\\x7e]+$",
+    "pattern": KEY_PATTERN,
     "description": "Names this request: a retry with the same key and arguments within 24 hours returns the first "
     "answer instead of making a second link; the same key with other arguments is an error",
 }
