@@ -1,7 +1,8 @@
 """Many links in one call: create up to `MAX_ITEMS`, make one change to many ids, delete many ids.
 
 Each operation is one function that REST and MCP call (`create_links`, `update_links`, `delete_links`) and one
-transaction on a worker thread. Every item is checked before anything is written, so an item that fails writes
+transaction on a worker thread. A body that breaks the rules of its schema refuses the whole call (422 naming the
+item), as any body does; past that, every item is checked before anything is written, so an item that fails writes
 nothing and no savepoint is needed: each answers on its own (`index`, `status`, then the link or `error` in the
 words a single call uses), unless `atomic` is set, when the first failure refuses the whole call and nothing is
 written. Scope rules hold per item: a public-only key can neither create nor touch a hidden link, and a hidden id
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -45,7 +46,15 @@ ATOMIC = (
 class _Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    atomic: bool = Field(default=False, description=ATOMIC)
+    atomic: StrictBool = Field(default=False, description=ATOMIC)
+
+    @field_validator("ids", mode="before", check_fields=False)
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        """No id holds NUL (PostgreSQL cannot store it), and the document says every text refuses it."""
+        if isinstance(value, list) and any(isinstance(item, str) and "\x00" in item for item in value):
+            raise ValueError("ids must not contain NUL characters")
+        return value
 
 
 class BulkCreate(_Envelope):
@@ -86,26 +95,36 @@ def _refuse(index: int, exc: ServiceError) -> ServiceError:
 
 
 async def create_links(rt: Runtime, caller: Caller, data: Any, ip: str | None = None) -> dict[str, Any]:
-    """`data`: `BulkCreate`. Items with `auto_meta` are refused (a fetch per item would hold the call for minutes)."""
+    """`data`: `BulkCreate`. The items are checked first, all of them: one that breaks a rule of the create body
+    (what the document's schema says, and `auto_meta`, which would hold the call for a fetch per item) refuses the
+    call with 422 naming it, before any rate-limit token beyond the call's own is drawn. The other refusals are the
+    item's own answer (403, 409)."""
     body = parse(BulkCreate, data)
+    checked = await anyio.to_thread.run_sync(_check_all, caller, body)
     await limits.charge(rt, caller, ip, len(body.links))
-    return await anyio.to_thread.run_sync(_create_on_thread, rt, caller, body)
+    return await anyio.to_thread.run_sync(_create_on_thread, rt, caller, body, checked)
 
 
-def _create_on_thread(rt: Runtime, caller: Caller, body: BulkCreate) -> dict[str, Any]:
+def _check_all(caller: Caller, body: BulkCreate) -> list[LinkCreate | ServiceError]:
     checked: list[LinkCreate | ServiceError] = []
     for index, item in enumerate(body.links):
         try:
             made = links.check_create(caller, item)
             if made.auto_meta:
-                raise Invalid(
-                    "auto_meta is not available in a bulk create: set title and description, or create it alone"
-                )
+                raise Invalid("auto_meta is not available in a bulk create: set title and description, or create alone")
             checked.append(made)
+        except Invalid as exc:
+            raise _refuse(index, exc) from None
         except ServiceError as exc:
             if body.atomic:
                 raise _refuse(index, exc) from None
             checked.append(exc)
+    return checked
+
+
+def _create_on_thread(
+    rt: Runtime, caller: Caller, body: BulkCreate, checked: list[LinkCreate | ServiceError]
+) -> dict[str, Any]:
     hashes = [_core.hash_password(c.password) if isinstance(c, LinkCreate) and c.password else None for c in checked]
     for attempt in range(2):  # a slug taken by a concurrent writer after the check: the whole call is tried again
         try:

@@ -3,14 +3,15 @@ before `links`, whose `/links/{link_id}` would take `/links/export` or `/links/b
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
 from slugline.api.deps import ApiCaller, IdempotencyKey, JsonBody, RuntimeDep, idempotency_json
-from slugline.api.openapi import query_schema
-from slugline.common.inputs import LinkCreate, object_schema
+from slugline.api.openapi import body_schema, query_schema
+from slugline.common.inputs import LinkCreate, LinkUpdate, object_schema
 from slugline.links import bulk, export, idempotency
 from slugline.web.request import client_ip
 from slugline.web.responses import JSON, Download
@@ -31,16 +32,24 @@ async def export_links(rt: RuntimeDep, caller: ApiCaller, request: Request) -> D
     return Download(await export.export_links(rt, caller, dict(request.query_params)))
 
 
-def _body(model: type[BaseModel], items: dict[str, Any] | None = None) -> dict[str, Any]:
+def _body(model: type[BaseModel], field: str | None = None, like: type[BaseModel] | None = None) -> dict[str, Any]:
+    """The envelope's schema, its `field` (the items, or the change) described as `like`'s single-call body is, with
+    the rules across fields, less what a bulk call refuses (auto_meta, a slug change)."""
     schema = object_schema(model)
-    if items is not None:  # each item's own schema: a create body
-        schema["properties"]["links"]["items"] = items
+    if field is not None and like is not None:
+        one = copy.deepcopy(body_schema(like)["requestBody"]["content"]["application/json"]["schema"])
+        one.pop("title", None)
+        one["properties"].pop("auto_meta" if like is LinkCreate else "slug", None)
+        if field == "links":
+            schema["properties"]["links"]["items"] = one
+        else:
+            schema["properties"][field] = one
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 @router.post(
     "/bulk",
-    openapi_extra=_body(bulk.BulkCreate, object_schema(LinkCreate)),
+    openapi_extra=_body(bulk.BulkCreate, "links", LinkCreate),
     summary=f"Create up to {bulk.MAX_ITEMS} links: an answer per item (index, status, link or error), or with "
     "atomic all or none; counts one request per item",
 )
@@ -56,7 +65,7 @@ async def create_links(
 
 @router.patch(
     "/bulk",
-    openapi_extra=_body(bulk.BulkUpdate),
+    openapi_extra=_body(bulk.BulkUpdate, "change", LinkUpdate),
     summary="Make one change (a PUT /links/{id} body but slug) to many links: an answer per id, or with atomic all "
     "or none; counts one request per id",
 )
