@@ -214,13 +214,14 @@ class Redirects:
 
     async def let_through(self, entry: Entry, life: Life, scope: Scope) -> bool:
         """Whether this visitor may go through a link with a click limit. A person takes one of its places, counted
-        in the database (exact across workers and hosts); a bot or a `HEAD` takes none, and goes through while the
-        limit was not reached when the entry was read."""
-        if (
-            scope["method"] == "HEAD"
-            or _core.classify_user_agent(header(scope, b"user-agent").decode("latin-1"))[0] == "bot"
-        ):
-            return not life.used_up
+        in the database (exact across workers and hosts); a bot or a `HEAD` takes none. Once the entry was read used
+        up, nobody goes through and nothing is asked of the database: places are never given back, and a raised
+        limit drops this worker's entry at once and the others' within their TTL."""
+        if life.used_up:
+            return False
+        agent = header(scope, b"user-agent").decode("latin-1")
+        if scope["method"] == "HEAD" or _core.classify_user_agent(agent)[0] == "bot":
+            return True
         return await take_click(self.db, entry.link_id)
 
     def count(self, entry: Entry, scope: Scope) -> bytes:
