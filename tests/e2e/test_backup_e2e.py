@@ -77,14 +77,14 @@ def test_backup_under_load_restores_the_same_links_and_keys(tmp_path: Path, serv
         while done["creates"] < 20 or done["redirects"] < 50:
             stop.wait(0.05)
         target = tmp_path / "backups" / "slugline.backup"
-        made = slugline(live, "backup", str(target))
+        backed = slugline(live, "backup", str(target))
         mid = dict(done)
     finally:
         stop.set()
         for thread in load:
             thread.join()
-    assert made.returncode == 0, made.stderr
-    assert "KEEP THE SERVER SECRET" in made.stderr and (tmp_path / "backups" / "slugline.backup.secret.key").exists()
+    assert backed.returncode == 0, backed.stderr
+    assert "KEEP THE SERVER SECRET" in backed.stderr and (tmp_path / "backups" / "slugline.backup.secret.key").exists()
     assert done["creates"] > mid["creates"] or done["redirects"] > mid["redirects"]  # the load went on around it
 
     fresh = FileSecretServer(f"sqlite:///{tmp_path}/fresh/slugline.db", workers=1)
