@@ -26,7 +26,7 @@ def check_tool_listing(tools: dict[str, Tool]) -> None:
         assert tool.input_schema["type"] == "object" and tool.annotations is not None, tool.name
     props = tools["list_links"].input_schema["properties"]
     assert (props["per"]["minimum"], props["per"]["maximum"], props["page"]["minimum"]) == (1, 100, 1)
-    assert set(props) == {"q", "page", "per", "sort", "dir"}
+    assert set(props) == {"q", "page", "per", "sort", "dir", "status", "archived"}
     assert props["sort"]["enum"] == ["created_at", "updated_at", "title", "slug", "clicks"]
     assert props["dir"]["enum"] == ["asc", "desc"]
     create = tools["create_link"].input_schema
