@@ -171,12 +171,12 @@ impl SearchIndex {
                     let mut seen = vec![false; self.slots.len()];
                     self.words.for_each_containing(&Finder::new(word), |_, postings| {
                         *examined += postings.len();
-                        for p in postings.iter() {
+                        postings.iter().for_each(|p| {
                             if !seen[p.slot as usize] && self.live(p.slot, p.generation(), public_only) {
                                 seen[p.slot as usize] = true;
                                 out.push(p.slot);
                             }
-                        }
+                        });
                     });
                     return (out, word.len() == text.len());
                 }

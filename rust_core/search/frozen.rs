@@ -4,15 +4,16 @@
 //! different (random text) would otherwise take ten times its text.
 //!
 //! `text` holds the words back to back, each followed by `\n`, so one SIMD substring search covers them all.
-//! `postings` holds, for each word in the same order: `length << 1 | 1` for a word of one posting (most words of an
-//! account with many), else `length << 1`, the number of postings and their byte length (so that walking past a
-//! word reads at most three varints, but for its one posting), then each posting as two varints (slot,
-//! `generation << FIELD_BITS | fields`). Lengths are in bytes. Every `BLOCK`-th word starts a block whose offsets
+//! `postings` holds, for each word in the same order: for a word of one posting (most words of an account with
+//! many), `length << 1 | 1` and the posting as two varints (slot, `generation << FIELD_BITS | fields`); for a word
+//! of several, `length << 1`, their number, then each as two little-endian `u32`s (the 8 bytes of `Posting`: a
+//! common word's thousands of postings are read at memory speed, not decoded). Lengths are in bytes. Every `BLOCK`-th word starts a block whose offsets
 //! in both buffers are kept: an exact or prefix lookup is a binary search over the blocks' first words and a walk
 //! of at most `BLOCK` words.
 
 use super::vocab::Posting;
 use memchr::memmem::Finder;
+use std::slice::ChunksExact;
 
 /// Words per block: a lookup walks at most this many, and each block costs 8 bytes.
 const BLOCK: usize = 16;
@@ -95,9 +96,19 @@ impl<'a> Encoded<'a> {
     }
 
     pub fn iter(self) -> Decode<'a> {
-        Decode {
-            bytes: self.bytes,
-            at: 0,
+        if self.count == 1 {
+            let mut at = 0;
+            let slot = varint(self.bytes, &mut at);
+            let packed = varint(self.bytes, &mut at);
+            Decode {
+                single: Some(Posting::from_packed(slot, packed)),
+                raw: [].chunks_exact(RAW),
+            }
+        } else {
+            Decode {
+                single: None,
+                raw: self.bytes.chunks_exact(RAW),
+            }
         }
     }
 }
@@ -105,8 +116,8 @@ impl<'a> Encoded<'a> {
 /// Postings decoded one by one.
 #[derive(Debug, Clone)]
 pub struct Decode<'a> {
-    bytes: &'a [u8],
-    at: usize,
+    single: Option<Posting>,
+    raw: ChunksExact<'a, u8>,
 }
 
 impl Iterator for Decode<'_> {
@@ -114,13 +125,36 @@ impl Iterator for Decode<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Posting> {
-        if self.at >= self.bytes.len() {
-            return None;
+        if let Some(posting) = self.single.take() {
+            return Some(posting);
         }
-        let slot = varint(self.bytes, &mut self.at);
-        let packed = varint(self.bytes, &mut self.at);
-        Some(Posting::from_packed(slot, packed))
+        self.raw.next().map(from_raw)
     }
+
+    /// Internal iteration (`for_each`, `fold`): a tight loop over the 8-byte postings.
+    #[inline]
+    fn fold<B, F: FnMut(B, Posting) -> B>(mut self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        if let Some(posting) = self.single.take() {
+            acc = f(acc, posting);
+        }
+        self.raw.fold(acc, |acc, raw| f(acc, from_raw(raw)))
+    }
+}
+
+#[inline]
+fn from_raw(raw: &[u8]) -> Posting {
+    let raw: &[u8; RAW] = raw.try_into().expect("8 bytes");
+    let [a, b, c, d, e, f, g, h] = *raw;
+    Posting::from_packed(u32::from_le_bytes([a, b, c, d]), u32::from_le_bytes([e, f, g, h]))
+}
+
+/// Bytes of a posting in a list: slot and `packed`, 4 bytes each (little-endian).
+const RAW: usize = 8;
+
+fn put_raw(out: &mut Vec<u8>, posting: Posting) {
+    out.extend_from_slice(&posting.slot.to_le_bytes());
+    out.extend_from_slice(&posting.packed().to_le_bytes());
 }
 
 /// A position in the frozen words: the start of a word (or the end) in both buffers.
@@ -179,7 +213,7 @@ impl Frozen {
         let len = head >> 1;
         let (count, bytes) = if head & 1 == 0 {
             let count = varint(&self.postings, &mut at) as usize;
-            (count, varint(&self.postings, &mut at) as usize)
+            (count, count * RAW)
         } else {
             let mut end = at;
             varint(&self.postings, &mut end);
@@ -260,15 +294,27 @@ impl Frozen {
         }
     }
 
+    /// The block holding text byte `pos`, searching forward from block `from` (hits come in order). Gallops: dense
+    /// hits are in the same block or the next few.
+    fn block_of(&self, pos: usize, from: usize) -> usize {
+        let (mut lo, mut step) = (from, 1);
+        while lo + step < self.blocks.len() && self.blocks[lo + step].text as usize <= pos {
+            lo += step;
+            step *= 2;
+        }
+        let hi = (lo + step).min(self.blocks.len());
+        lo + self.blocks[lo..hi].partition_point(|b| b.text as usize <= pos) - 1
+    }
+
     /// Calls `on_word` once for every word containing the needle of `finder`.
     pub fn for_each_containing(&self, finder: &Finder<'_>, mut on_word: impl FnMut(&str, Encoded<'_>)) {
         let haystack = self.text.as_bytes();
         let needle = finder.needle().len();
-        let (mut from, mut cursor) = (0, Cursor { text: 0, postings: 0 });
+        let (mut from, mut cursor, mut block) = (0, Cursor { text: 0, postings: 0 }, 0);
         while let Some(found) = finder.find(&haystack[from..]) {
             let pos = from + found;
             // The block holding the hit, unless the cursor is already in it.
-            let block = self.blocks.partition_point(|b| b.text as usize <= pos) - 1;
+            block = self.block_of(pos, block);
             if self.blocks[block].text as usize > cursor.text {
                 cursor = self.block_start(block);
             }
@@ -400,7 +446,6 @@ impl Frozen {
 #[derive(Default)]
 struct Writer {
     frozen: Frozen,
-    scratch: Vec<u8>,
 }
 
 impl Writer {
@@ -421,23 +466,26 @@ impl Writer {
         f.text.push('\n');
         let count = old.iter().map(|o| o.count).sum::<usize>() + head.len() + rest.len();
         f.count += count;
-        self.scratch.clear();
-        for p in head.iter().chain(rest) {
-            put_varint(&mut self.scratch, p.slot);
-            put_varint(&mut self.scratch, p.packed());
-        }
         if count == 1 {
+            let mut one = old
+                .iter()
+                .flat_map(|o| o.iter())
+                .chain(head.iter().chain(rest).copied());
+            let posting = one.next().expect("one posting");
             put_varint(&mut f.postings, offset(word.len() * 2 + 1));
+            put_varint(&mut f.postings, posting.slot);
+            put_varint(&mut f.postings, posting.packed());
         } else {
-            let old_bytes = old.iter().map(|o| o.bytes.len()).sum::<usize>();
             put_varint(&mut f.postings, offset(word.len() * 2));
             put_varint(&mut f.postings, offset(count));
-            put_varint(&mut f.postings, offset(old_bytes + self.scratch.len()));
+            for o in old {
+                match o.count {
+                    1 => o.iter().for_each(|p| put_raw(&mut f.postings, p)),
+                    _ => f.postings.extend_from_slice(o.bytes),
+                }
+            }
+            head.iter().chain(rest).for_each(|&p| put_raw(&mut f.postings, p));
         }
-        for o in old {
-            f.postings.extend_from_slice(o.bytes);
-        }
-        f.postings.extend_from_slice(&self.scratch);
         debug_assert!(f.text.len() <= u32::MAX as usize && f.postings.len() <= u32::MAX as usize);
     }
 }

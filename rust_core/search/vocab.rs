@@ -451,18 +451,16 @@ impl Fresh {
 
     /// Bytes the postings of every word take once frozen (see `frozen`).
     fn encoded_bytes(&self) -> usize {
-        let posting = |p: &Posting| varint_len(p.slot) + varint_len(p.packed());
         (0..self.text.len())
             .map(|id| {
-                let bytes = posting(&self.heads[id]) + self.rest[id].iter().map(posting).sum::<usize>();
-                let count = 1 + self.rest[id].len();
                 let len = self.text.entry_text(id).len() as u32;
-                let head = if count == 1 {
-                    varint_len(len * 2 + 1)
+                let (head, rest) = (self.heads[id], &self.rest[id]);
+                if rest.is_empty() {
+                    varint_len(len * 2 + 1) + varint_len(head.slot) + varint_len(head.packed())
                 } else {
-                    varint_len(len * 2) + varint_len(count as u32) + varint_len(bytes as u32)
-                };
-                head + bytes
+                    let count = 1 + rest.len();
+                    varint_len(len * 2) + varint_len(count as u32) + count * size_of::<Posting>()
+                }
             })
             .sum()
     }
