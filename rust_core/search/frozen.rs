@@ -67,7 +67,11 @@ fn offset(len: usize) -> u32 {
 /// A word's first 8 bytes as a big-endian number, zeros after a shorter word: ordered as the words are (a word's
 /// key is below another's only when the word is), and equal only when both share those bytes.
 pub fn prefix_key(word: &str) -> u64 {
-    let bytes = word.as_bytes();
+    prefix_key_of(word.as_bytes())
+}
+
+#[inline]
+fn prefix_key_of(bytes: &[u8]) -> u64 {
     let mut first = [0u8; 8];
     let n = bytes.len().min(8);
     first[..n].copy_from_slice(&bytes[..n]);
@@ -243,12 +247,18 @@ impl Frozen {
 
     /// The cursor at the first word not below `key` (bytewise), or the end.
     fn seek(&self, key: &[u8]) -> Cursor {
+        // Compared by their first 8 bytes as numbers first (see `prefix_key`): no call to `memcmp` for most.
+        let key_prefix = prefix_key_of(key);
+        let below = |word: &str| {
+            let prefix = prefix_key_of(word.as_bytes());
+            prefix < key_prefix || (prefix == key_prefix && word.as_bytes() < key)
+        };
         // The first block whose first word is not below `key`: the word sought is in the block before it, or
         // is that first word.
         let (mut lo, mut hi) = (0, self.blocks.len());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.first_word(mid).as_bytes() < key {
+            if below(self.first_word(mid)) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -259,7 +269,7 @@ impl Frozen {
         }
         let mut cursor = self.block_start(lo.saturating_sub(1));
         while let Some(entry) = self.at(cursor) {
-            if entry.word.as_bytes() >= key {
+            if !below(entry.word) {
                 return cursor;
             }
             cursor = entry.next;

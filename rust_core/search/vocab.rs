@@ -59,8 +59,9 @@ impl Posting {
 
 /// The fresh tier becomes a run once it holds this many words (~2.6 MB then).
 const FRESH_WORDS: usize = 1 << 14;
-/// The newest `FAN` runs are merged into one when the oldest of them is at most twice the newest's size.
-const FAN: usize = 8;
+/// The newest `FAN` runs are merged into one when the oldest of them is at most twice the newest's size: a bulk load
+/// rewrites each word about log4(words / `FRESH_WORDS`) + 2 times, and a query reads at most 3 runs a size.
+const FAN: usize = 4;
 
 #[derive(Debug, Default)]
 pub struct Vocab {
