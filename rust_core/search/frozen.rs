@@ -7,9 +7,9 @@
 //! `postings` holds, for each word in the same order: for a word of one posting (most words of an account with
 //! many), `length << 1 | 1` and the posting as two varints (slot, `generation << FIELD_BITS | fields`); for a word
 //! of several, `length << 1`, their number, then each as two little-endian `u32`s (the 8 bytes of `Posting`: a
-//! common word's thousands of postings are read at memory speed, not decoded). Lengths are in bytes. Every `BLOCK`-th word starts a block whose offsets
-//! in both buffers are kept: an exact or prefix lookup is a binary search over the blocks' first words and a walk
-//! of at most `BLOCK` words.
+//! common word's thousands of postings are read at memory speed, not decoded). Lengths are in bytes. Every
+//! `BLOCK`-th word starts a block whose offsets in both buffers are kept: an exact or prefix lookup is a binary
+//! search over the blocks' first words and a walk of at most `BLOCK` words.
 
 use super::vocab::Posting;
 use memchr::memmem::Finder;

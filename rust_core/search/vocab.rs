@@ -57,10 +57,10 @@ impl Posting {
     }
 }
 
-/// The fresh tier becomes a run once it holds this many words (~2.6 MB then).
+/// The fresh tier becomes a run once it holds this many words (~1.3 MB then).
 const FRESH_WORDS: usize = 1 << 14;
 /// The newest `FAN` runs are merged into one when the oldest of them is at most twice the newest's size: a bulk load
-/// rewrites each word about log4(words / `FRESH_WORDS`) + 2 times, and a query reads at most 3 runs a size.
+/// rewrites each word about log4(words / `FRESH_WORDS`) + 2 times, and a query reads at most three runs of each size.
 const FAN: usize = 4;
 
 #[derive(Debug, Default)]
