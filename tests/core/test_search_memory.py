@@ -107,6 +107,7 @@ print(json.dumps({"growth": after - before, "text": text_bytes(links), "memory":
 """
 
 
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc/self/statm (Linux)")
 def test_resident_growth_within_three_times_the_text() -> None:
     """What the process really takes (the allocator's free memory included), measured in a fresh process: a few MB
     of the text's size stay free in the allocator after a bulk load, in pieces it cannot give back."""
