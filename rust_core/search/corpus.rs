@@ -26,6 +26,11 @@ impl Corpus {
         self.starts.len()
     }
 
+    /// Bytes of text, separators included.
+    pub fn text_bytes(&self) -> usize {
+        self.text.len()
+    }
+
     fn range(&self, entry: usize) -> Range<usize> {
         let end = self.starts.get(entry + 1).map_or(self.text.len(), |&s| s as usize);
         self.starts[entry] as usize..end - SEPARATOR.len_utf8()
@@ -39,11 +44,6 @@ impl Corpus {
     /// Heap bytes held (capacities, not lengths: what the allocator really gave out).
     pub fn memory_bytes(&self) -> usize {
         self.text.capacity() + self.starts.capacity() * size_of::<u32>()
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.text.shrink_to_fit();
-        self.starts.shrink_to_fit();
     }
 
     /// Index of the entry containing byte `pos`, searching forward from entry `from` (hits come in order).

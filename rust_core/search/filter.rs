@@ -147,14 +147,15 @@ impl SearchIndex {
         let mut out = Vec::new();
         match term {
             FilterTerm::Tag(tag) => {
-                let postings = self.tags.exact(tag);
-                *examined += postings.len();
-                out.extend(
-                    postings
-                        .iter()
-                        .filter(|p| self.live(p.slot, p.generation(), public_only))
-                        .map(|p| p.slot),
-                );
+                self.tags.for_each_exact(tag, |postings| {
+                    *examined += postings.len();
+                    out.extend(
+                        postings
+                            .iter()
+                            .filter(|p| self.live(p.slot, p.generation(), public_only))
+                            .map(|p| p.slot),
+                    );
+                });
             }
             FilterTerm::Substring(text) => match longest_word(text) {
                 // No word character at all ("-", "/"): only the full text can tell (`filter_slots` leaves such
@@ -170,12 +171,12 @@ impl SearchIndex {
                     let mut seen = vec![false; self.slots.len()];
                     self.words.for_each_containing(&Finder::new(word), |_, postings| {
                         *examined += postings.len();
-                        for p in postings.iter() {
+                        postings.iter().for_each(|p| {
                             if !seen[p.slot as usize] && self.live(p.slot, p.generation(), public_only) {
                                 seen[p.slot as usize] = true;
                                 out.push(p.slot);
                             }
-                        }
+                        });
                     });
                     return (out, word.len() == text.len());
                 }

@@ -332,6 +332,8 @@ impl SearchIndex {
         for (slot, doc) in docs {
             self.index_doc(slot, doc);
         }
+        self.words.freeze();
+        self.tags.freeze();
     }
 
     /// (live postings, postings held including stale ones).

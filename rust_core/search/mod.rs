@@ -2,6 +2,7 @@
 
 mod corpus;
 mod filter;
+mod frozen;
 mod highlight;
 mod index;
 mod matching;

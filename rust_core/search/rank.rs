@@ -315,20 +315,21 @@ impl SearchIndex {
                 u8::MAX
             };
             scores.examined += postings.len();
-            for p in postings.iter() {
+            // `for_each`: a loop per part of the postings (see `Postings::iter`), not one `next` across them.
+            postings.iter().for_each(|p| {
                 let fields = p.fields() & allowed;
                 if fields == 0
                     || usize::from(scores.matched[p.slot as usize]) != term_index
                     || !self.live(p.slot, p.generation(), public_only)
                 {
-                    continue;
+                    return;
                 }
                 scores.offer(
                     p.slot,
                     term_index,
                     WEIGHT_OF_FIELDS[usize::from(fields)] * quality.value(),
                 );
-            }
+            });
         };
         match term.kind {
             TermKind::Tag => self.tags.for_each_match(term, offer_postings),
