@@ -32,7 +32,8 @@ from slugline.metrics.families import Families
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LIVE_FILE = re.compile(r"gauge_live\w*?_(\d+)\.db")
 
-disable_created_metrics()  # the `_created` series: the multiprocess files keep none, so one worker would differ
+# No `_created` series: the multiprocess files keep none, and one worker's scrape must look like several workers'.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
 def multiprocess_dir() -> str | None:
