@@ -65,7 +65,7 @@ def _metrics_dir(settings: Settings) -> AbstractContextManager[str | None]:
     """With metrics on, the workers' shared metric files go to a fresh private directory, removed at the end."""
     if not settings.metrics_on():
         return nullcontext()
-    from slugline.metrics.exposition import private_dir
+    from slugline.metrics.directory import private_dir  # sets the directory before prometheus-client is imported
 
     return private_dir()
 

@@ -30,6 +30,7 @@ USER_AGENT = f"Slugline/{__version__} (+link preview)"
 MAX_BYTES = 1 << 20  # of a page read for its metadata
 MAX_REDIRECTS = 5
 FETCHES = Tally()  # calls by outcome, read by `slugline.metrics`
+FETCH_OUTCOMES = ("ok", "error", "timeout", "unreachable", "refused")
 TIMEOUT = 5.0  # seconds for the whole fetch, redirects included
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"

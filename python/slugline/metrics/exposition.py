@@ -17,19 +17,16 @@ from __future__ import annotations
 import hmac
 import os
 import re
-import shutil
-import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, disable_created_metrics, generate_latest, multiprocess
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 
+from slugline.metrics.directory import MULTIPROC_ENV
 from slugline.metrics.families import Families
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LIVE_FILE = re.compile(r"gauge_live\w*?_(\d+)\.db")
 
 # No `_created` series: the multiprocess files keep none, and one worker's scrape must look like several workers'.
@@ -95,19 +92,6 @@ def authorized(request: Request, token: str) -> bool:
     if scheme.lower() != "bearer":
         return False
     return hmac.compare_digest(given.strip().encode(), token.encode())
-
-
-@contextmanager
-def private_dir() -> Iterator[str]:
-    """A fresh directory only this user can read, set as `PROMETHEUS_MULTIPROC_DIR` for the workers to inherit, and
-    removed with what is in it when `slugline serve` ends: every run starts from zero."""
-    path = tempfile.mkdtemp(prefix="slugline-metrics-")
-    os.environ[MULTIPROC_ENV] = path
-    try:
-        yield path
-    finally:
-        os.environ.pop(MULTIPROC_ENV, None)
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def serve_bind(host: str, port: int, path: str) -> None:

@@ -4,6 +4,26 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from slugline.fetch.fetcher import FETCH_OUTCOMES
+from slugline.limits.buckets import RULES
+from slugline.oauth.tokens import SCOPES
+
+# As `redirects.layer` counts them: `hit` and `miss` are redirects answered from the link cache or after reading the
+# database; the password outcomes are those of password links.
+REDIRECT_OUTCOMES = (
+    "hit",
+    "miss",
+    "not_found",
+    "password_form",
+    "unlocked",
+    "wrong_password",
+    "password_limited",
+    "password_timeout",
+    "method_not_allowed",
+    "error",
+)
+CACHES = ("redirect", "token", "search")
+BYTE_COUNTED = ("redirect", "search")
 FLUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -47,3 +67,23 @@ class Families:
         )
         self.fetches = counter("slugline_fetches_total", "URL metadata fetches by outcome", ("outcome",))
         self.oauth_grants = counter("slugline_oauth_grants_total", "OAuth grants approved, by scope", ("scope",))
+        self._known_labels()
+
+    def _known_labels(self) -> None:
+        """Every label value known in advance is shown from the start, at 0: a rate() needs the series before the
+        first event, and a family with no series at all would be missing from the scrape."""
+        for counter, values in (
+            (self.redirects, REDIRECT_OUTCOMES),
+            (self.refusals, sorted(set(RULES.values()))),
+            (self.fetches, FETCH_OUTCOMES),
+            (self.oauth_grants, SCOPES),
+            (self.cache_hits, CACHES),
+            (self.cache_misses, CACHES),
+            (self.cache_evictions, CACHES),
+        ):
+            for value in values:
+                counter.labels(value)
+        for cache in CACHES:
+            self.cache_entries.labels(cache)
+        for cache in BYTE_COUNTED:
+            self.cache_bytes.labels(cache)

@@ -22,6 +22,7 @@ from slugline.clicks.buffer import ClickRecorder
 from slugline.common.tally import CacheStats, Tally
 from slugline.fetch.fetcher import FETCHES
 from slugline.limits.buckets import REFUSALS
+from slugline.metrics.directory import MULTIPROC_ENV
 from slugline.metrics.families import Families
 from slugline.oauth.grants import GRANTS
 from slugline.runtime import Runtime
@@ -141,7 +142,7 @@ class Metrics:
 
 def _forget_process() -> None:
     """This worker's live gauges (clicks pending, cache bytes, pool) leave the sums as it exits; its counters stay."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if os.environ.get(MULTIPROC_ENV):
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
