@@ -39,7 +39,8 @@ Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
 def parse(text: str) -> tuple[set[str], Samples]:
-    families, samples = set(), {}
+    families: set[str] = set()
+    samples: Samples = {}
     for family in text_string_to_metric_families(text):
         families.add(family.name)
         for sample in family.samples:
