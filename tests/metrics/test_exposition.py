@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +148,12 @@ def test_serve_sets_the_directory_before_the_client_is_imported() -> None:
         "assert 'prometheus_client' not in sys.modules, 'imported too early'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_taken_metrics_address_is_a_configuration_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError, match=f"SLUGLINE_METRICS_BIND 127.0.0.1:{port}"):
+            exposition.serve_bind("127.0.0.1", port, str(tmp_path))

@@ -98,4 +98,7 @@ def serve_bind(host: str, port: int, path: str) -> None:
     """The scrape server of `SLUGLINE_METRICS_BIND`, a daemon thread of the calling process."""
     from prometheus_client import start_http_server
 
-    start_http_server(port, host, registry=shared_registry(path))
+    try:
+        start_http_server(port, host, registry=shared_registry(path))
+    except OSError as exc:  # the address taken, or not this machine's: the CLI says so and exits 2
+        raise RuntimeError(f"SLUGLINE_METRICS_BIND {host}:{port}: {exc.strerror or exc}") from None
