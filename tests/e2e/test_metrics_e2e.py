@@ -4,12 +4,15 @@ workers' files, each worker's redirects folded in within a second."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.faults import workers_of
 from tests.support.server import Server, ServerFactory, api, free_port, make_account, wait_for
 
 TOKEN = "e2e-metrics-token-" + "t" * 20
@@ -157,3 +160,31 @@ def test_a_separate_address_answers_without_a_token(start_server: ServerFactory)
 
     families, _ = settled(scraper(f"http://127.0.0.1:{port}/metrics"), done)
     assert set(FAMILIES) <= families
+
+
+def test_a_killed_worker_keeps_its_counts(start_server: ServerFactory) -> None:
+    """kill -9 of a worker: Granian starts another, and what the dead one counted (folded before it died) stays in
+    the sums, beside the new worker's files."""
+    server = start_server(workers=2, SLUGLINE_METRICS_TOKEN=TOKEN)
+    keys = make_account(server, "metrics-kill")
+    with api(server, keys.full) as http:
+        assert http.post("/links", json={"destination_url": "https://example.com/", "slug": "k0"}).status_code == 201
+    redirect_many(server, ["k0"], 20)
+    scrape = scraper(f"{server.url}/metrics", {"Authorization": f"Bearer {TOKEN}"})
+
+    def counted(n: int) -> Callable[[Samples], bool]:
+        def done(s: Samples) -> bool:
+            hits = value(s, "slugline_redirects_total", outcome="hit")
+            return bool(hits + value(s, "slugline_redirects_total", outcome="miss") == n)
+
+        return done
+
+    settled(scrape, counted(20))
+    assert server.proc is not None
+    serve = server.proc.pid
+    before = workers_of(serve)
+    assert len(before) == 2
+    os.kill(before[0], signal.SIGKILL)
+    wait_for(lambda: len(set(workers_of(serve)) - set(before)) == 1, what="a new worker")
+    redirect_many(server, ["k0"], 10)
+    settled(scrape, counted(30))
