@@ -98,8 +98,10 @@ def main() -> int:
             stop(nginx, signal.SIGQUIT)
             stop(bare)
             if args.metrics:
-                print(f"  {WITH_METRICS}: {scraped_redirects(urls[WITH_METRICS])} redirects counted in /metrics")
+                counted = scraped_redirects(urls[WITH_METRICS])
                 stop(servers[WITH_METRICS])
+                stored_there = count_clicks(metrics_env["SLUGLINE_DATABASE_URL"])
+                print(f"  {WITH_METRICS}: {counted} redirects counted in /metrics, {stored_there} clicks stored")
             stop(server)  # SIGTERM: the buffered clicks are flushed
         report(results, args)
         per_request = {
