@@ -25,6 +25,7 @@ the end for the redirects it counted.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import subprocess
 import sys
@@ -65,6 +66,13 @@ def main() -> int:
     parser.add_argument("--links", type=int, default=1, help="links the redirects go to, round robin (default 1)")
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     parser.add_argument(
+        "--link-fields",
+        type=json.loads,
+        default={},
+        help="JSON fields every link is made with, such as '{\"max_clicks\": 1000000000}' (a limited link) or "
+        '\'{"expires_at": "2999-01-01T00:00:00Z"}\' (an expiring one)',
+    )
+    parser.add_argument(
         "--metrics", action="store_true", help="also run Slugline with SLUGLINE_METRICS_TOKEN set (its own database)"
     )
     args = parser.parse_args()
@@ -87,7 +95,7 @@ def main() -> int:
             servers[WITH_METRICS], urls[WITH_METRICS] = start_slugline(tmp / "metrics", args.workers, metrics_env)
         try:
             for label in ("slugline", WITH_METRICS) if args.metrics else ("slugline",):
-                make_links(urls[label], metrics_env if label == WITH_METRICS else env, args.links)
+                make_links(urls[label], metrics_env if label == WITH_METRICS else env, args.links, args.link_fields)
             results, cpu, database_cpu = measure(urls, script, args, servers)
             before_head = worker_threads_cpu(server)
             head_script = lua_request("HEAD", BROWSER) + lua_paths(paths)
@@ -138,11 +146,11 @@ WITH_METRICS = "slugline+metrics"
 METRICS_TOKEN = "bench-metrics-token-0123456789"
 
 
-def make_links(base: str, env: dict[str, str], links: int) -> None:
+def make_links(base: str, env: dict[str, str], links: int, fields: dict[str, object]) -> None:
     auth = pro_account(base, env)
     with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
         for i in range(links):
-            body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}"}
+            body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}", **fields}
             client.post("/api/v1/links", json=body).raise_for_status()
 
 

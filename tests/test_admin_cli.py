@@ -159,3 +159,54 @@ def test_the_installed_command(settings: Settings, client: TestClient, alice: Ac
     assert done.returncode == 0 and "examples:" in done.stdout and "slugline links create --account" in done.stdout
     assert slugline("keys", "list", "nobody").returncode == 1
     assert slugline("keys").returncode == 2
+
+
+def test_links_export(slugline: Any, client: TestClient, alice: Account, tmp_path: Any) -> None:
+    for slug in ("ex-one", "ex-two"):
+        client.post(LINKS, json={"destination_url": "https://example.com/", "slug": slug}, headers=alice.auth())
+    target = tmp_path / "links.ndjson"
+    code, out, _ = slugline("links", "export", "--account", "alice", "--format", "ndjson", "--output", str(target))
+    assert code == 0 and f"to {target}" in out
+    assert [orjson.loads(line)["slug"] for line in target.read_bytes().splitlines()] == ["ex-one", "ex-two"]
+    code, out, _ = slugline("links", "export", "--account", "alice", "--q", "two")
+    assert code == 0 and out.splitlines()[0].startswith("id,slug,short_url,") and len(out.splitlines()) == 2
+    assert slugline("links", "export", "--account", "nobody")[0] == 1
+
+
+def test_links_import(slugline: Any, client: TestClient, alice: Account, tmp_path: Any) -> None:
+    client.post(LINKS, json={"destination_url": "https://example.com/", "slug": "im-one"}, headers=alice.auth())
+    target = tmp_path / "links.csv"
+    assert slugline("links", "export", "--account", "alice", "--output", str(target))[0] == 0
+    assert slugline("accounts", "create", "bob", "--plan", "developer")[0] == 0
+    code, out, _ = slugline("links", "import", str(target), "--account", "alice", "--dry-run")
+    assert (
+        code == 0
+        and out.strip() == "dry run, nothing written: 0 created, 1 skipped, 0 overwritten, 0 conflicts, 0 errors"
+    )
+    code, out, _ = slugline("links", "import", str(target), "--account", "bob", "--json")
+    assert code == 0 and orjson.loads(out)["conflicts"] == 1  # slugs are global: alice holds it
+    assert (
+        "row 1: conflict: slug 'im-one' is already taken"
+        in slugline("links", "import", str(target), "--account", "bob")[1]
+    )
+
+
+def test_links_purge(slugline: Any, client: TestClient, alice: Account) -> None:
+    old = client.post(
+        LINKS,
+        json={"destination_url": "https://example.com/", "expires_at": "2020-01-01T00:00:00Z"},
+        headers=alice.auth(),
+    ).json()
+    kept = client.post(
+        LINKS,
+        json={"destination_url": "https://example.com/", "expires_at": "2999-01-01T00:00:00Z"},
+        headers=alice.auth(),
+    ).json()
+    code, _, err = slugline("links", "purge", "--expired-before", "yesterday")
+    assert code == 2 and "not an ISO date" in err
+    done = _json(slugline("links", "purge", "--expired-before", "2021-01-01", "--json"))
+    assert (done["purged"], done["batches"]) == (1, 1)
+    assert client.get(f"{LINKS}/{old['id']}", headers=alice.auth()).status_code == 404
+    assert client.get(f"{LINKS}/{kept['id']}", headers=alice.auth()).status_code == 200
+    code, out, _ = slugline("links", "purge", "--expired-before", "2021-01-01")
+    assert code == 0 and out.startswith("purged 0 link(s)")

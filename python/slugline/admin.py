@@ -7,6 +7,7 @@ when done, 1 when the service refused (the message on standard error, as `error:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import inspect
 import os
@@ -193,6 +194,68 @@ async def links_delete(rt: Runtime, args: argparse.Namespace) -> Any:
     return await links.delete_link(rt, *_link_id(rt, args))
 
 
+async def links_export(rt: Runtime, args: argparse.Namespace) -> Any:
+    """Every link of the account to `--output` (or standard output), as `GET /links/export` streams it."""
+    from slugline.accounts import service as accounts
+    from slugline.links import export
+
+    query = {"format": args.format, "q": args.q}
+    written = 0
+    async with await export.export_links(rt, accounts.operator(rt, args.account), query) as made:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(open(args.output, "wb")) if args.output else sys.stdout.buffer  # noqa: ASYNC230
+            async for chunk in made:
+                out.write(chunk)
+                written += len(chunk)
+            out.flush()
+    return {"output": args.output or "-", "format": args.format, "bytes": written}
+
+
+def links_import(rt: Runtime, args: argparse.Namespace) -> Any:
+    """The links of a file `links export` wrote, into the account (see `slugline.links.importer`)."""
+    from slugline.accounts import service as accounts
+    from slugline.links import importer
+
+    caller = accounts.operator(rt, args.account)
+    fmt = args.format or ("ndjson" if args.file.lower().endswith((".ndjson", ".jsonl")) else "csv")
+    with open(args.file, encoding="utf-8-sig", newline="") as lines:  # newline="": the csv module reads line ends
+        return importer.import_links(rt, caller, lines, fmt, dry_run=args.dry_run, overwrite=args.overwrite)
+
+
+def links_purge(rt: Runtime, args: argparse.Namespace) -> Any:
+    """Every link of every account that expired before `--expired-before`, with its clicks, in batches."""
+    from datetime import UTC, datetime
+
+    from slugline.links import purge
+
+    before = datetime.fromisoformat(args.expired_before)
+    return purge.purge_expired(rt, before if before.tzinfo else before.replace(tzinfo=UTC), batch=args.batch)
+
+
+def _expiry_date(text: str) -> str:
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or time (UTC): {text!r}") from None
+    return text
+
+
+def _show_import(report: dict[str, Any]) -> None:
+    for problem in report["problems"]:
+        print(f"row {problem['row']}: {problem['kind']}: {problem['message']}")
+    counts = ", ".join(
+        f"{report[name]} {name}" for name in ("created", "skipped", "overwritten", "conflicts", "errors")
+    )
+    print(("dry run, nothing written: " if report["dry_run"] else "") + counts)
+
+
+def _show_export(answer: dict[str, Any]) -> None:
+    if answer["output"] != "-":  # the file itself went to standard output: nothing else goes there
+        print(f"wrote {answer['bytes']} bytes of {answer['format']} to {answer['output']}")
+
+
 LINK_COLUMNS = ["id", "slug", "visibility", "clicks", "short_url", "destination_url"]
 LINK_FIELDS = [
     "id",
@@ -242,7 +305,10 @@ EXAMPLES = {
   slugline links list --account ada --q launch --per 50
   slugline links create --account ada https://example.com/launch --slug launch --tag news --tag 2026
   slugline links show --account ada launch --json
-  slugline links delete --account ada launch""",
+  slugline links delete --account ada launch
+  slugline links export --account ada --format ndjson --output ada-links.ndjson
+  slugline links import ada-links.ndjson --account ada --dry-run
+  slugline links purge --expired-before 2026-01-01""",
 }
 
 
@@ -331,3 +397,29 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         )
         made.add_argument("--account", required=True, metavar="NAME")
         made.add_argument("link", metavar="ID_OR_SLUG")
+    made = command(links, "export", links_export, _show_export, "write every link of an account to a file")
+    made.add_argument("--account", required=True, metavar="NAME")
+    made.add_argument("--format", choices=["csv", "ndjson"], default="csv", help="the file's format (default csv)")
+    made.add_argument("--output", metavar="FILE", help="the file to write (default: standard output)")
+    made.add_argument("--q", help="only the links matching this search (as the API's q)")
+    made = command(links, "import", links_import, _show_import, "read links from a file `links export` wrote")
+    made.add_argument("file", metavar="FILE")
+    made.add_argument("--account", required=True, metavar="NAME")
+    made.add_argument(
+        "--format",
+        choices=["csv", "ndjson", "shlink", "yourls", "kutt", "bitly"],
+        help="ours (csv, ndjson; by default from the file's name, else csv), or another service's export",
+    )
+    made.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
+    made.add_argument("--overwrite", action="store_true", help="change this account's links whose slug the file has")
+    made = command(
+        links,
+        "purge",
+        links_purge,
+        lambda done: print(f"purged {done['purged']} link(s) that expired before {done['expired_before']}"),
+        "delete the links of every account that expired before a date, with their clicks",
+    )
+    made.add_argument(
+        "--expired-before", required=True, type=_expiry_date, metavar="DATE", help="an ISO date or time, UTC"
+    )
+    made.add_argument("--batch", type=int, default=500, help="links deleted per transaction (default 500)")

@@ -146,6 +146,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
         openapi_url=f"{API_PREFIX}/openapi.json",
         description="Short links with analytics, QR codes and a remote MCP endpoint.",
         telemetry=observed,
+        generate_unique_id_function=openapi.operation_id,
     )
     # A Route of an ASGI app takes every method; the endpoint answers the ones MCP does not use itself. First in the
     # list: FastAPI tries routes in order, and each included router it passes costs an MCP call several µs.

@@ -1,4 +1,5 @@
-"""`slugline`: serve, migrate, export and prune clicks; the commands on accounts, keys and links are in `admin`."""
+"""`slugline`: serve, migrate, back up and restore, export and prune clicks; the commands on accounts, keys and links
+are in `admin`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from slugline import __version__, admin
@@ -165,6 +167,57 @@ def cmd_clicks_prune(_: argparse.Namespace) -> int:
     return 0
 
 
+SECRET_WARNING = """
+!!! KEEP THE SERVER SECRET WITH THIS BACKUP: {secret}
+!!! Without it every API key, session, OAuth token and unlock cookie in the backup is void: users would have to
+!!! make new keys and sign in again. Store it as safely as the database (anyone with it can forge sessions).
+"""
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from slugline.storage import backup
+
+    settings = get_settings()
+    target = Path(args.path)
+    database = settings.sqlite_path()
+    if database is None:
+        dump, back = backup.commands(target)
+        print("slugline backup copies SQLite databases; for PostgreSQL use its own tools:", file=sys.stderr)
+        print(f"  {dump}\nrestore with:\n  {back}", file=sys.stderr)
+        print(SECRET_WARNING.format(secret="SLUGLINE_SECRET_KEY (as set for the servers)"), file=sys.stderr)
+        return 1
+    try:
+        made = backup.backup(database, target, secret_in_file=settings.secret_key is None)
+    except backup.BackupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"backed up {database} to {made.database}")
+    secret = f"{made.secret} (beside the backup)" if made.secret else "SLUGLINE_SECRET_KEY (as set for the servers)"
+    print(SECRET_WARNING.format(secret=secret), file=sys.stderr)
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from slugline.storage import backup
+
+    settings = get_settings()
+    database = settings.sqlite_path()
+    if database is None:
+        _, back = backup.commands(Path(args.path))
+        print(f"slugline restore writes SQLite databases; for PostgreSQL run:\n  {back}", file=sys.stderr)
+        return 1
+    try:
+        made = backup.restore(Path(args.path), database, secret_in_file=settings.secret_key is None, force=args.force)
+    except backup.BackupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"restored {args.path} to {made.database}" + (f", its secret to {made.secret}" if made.secret else ""))
+    if made.secret is None:
+        print("SLUGLINE_SECRET_KEY must be the one the servers had when the backup was made", file=sys.stderr)
+    print(_migrate())  # a backup from an older release is brought up to date
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="slugline", description="Self-hostable link management.")
     top.add_argument("--version", action="version", version=f"slugline {__version__}")
@@ -180,6 +233,14 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="bring the database schema up to date").set_defaults(func=cmd_migrate)
 
     admin.add_commands(sub)
+
+    made = sub.add_parser("backup", help="copy the SQLite database while it serves, with the server secret beside it")
+    made.add_argument("path", metavar="PATH", help="the backup file to write (its secret goes to PATH.secret.key)")
+    made.set_defaults(func=cmd_backup)
+    made = sub.add_parser("restore", help="put a backup (and its secret) in place of the SQLite database")
+    made.add_argument("path", metavar="PATH", help="a file `slugline backup` wrote")
+    made.add_argument("--force", action="store_true", help="replace a database (and secret) that is there already")
+    made.set_defaults(func=cmd_restore)
 
     clicks = sub.add_parser("clicks", help="the click log").add_subparsers(dest="action", required=True)
     export = clicks.add_parser("export", help="write an account's (or a link's) clicks as CSV or NDJSON")

@@ -28,6 +28,7 @@ class Runtime:
     gates: Gates = field(default_factory=Gates)  # per-account caps on concurrent fetches and searches
     identities: IdentityCache = field(default_factory=IdentityCache)  # tokens resolved in the last half second
     link_counts: LinkCounts = field(default_factory=LinkCounts)  # links per account, per links version
+    archived_counts: LinkCounts = field(default_factory=LinkCounts)  # archived links per account, per links version
     # Called with (slug, previous slug or None) after a link is saved or deleted in this worker.
     link_hooks: list[Callable[[str, str | None], None]] = field(default_factory=list)
 

@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     secret_key: str | None = None
     # The URL short links are made with (e.g. https://sho.rt); unset: each request's own scheme and host.
     public_url: str | None = None
+    # Where `/` sends visitors who are not signed in (an absolute http(s) URL, e.g. the organisation's site); unset:
+    # the dashboard's sign-in page. Signed-in people still get the dashboard.
+    root_url: str | None = Field(default=None, pattern=r"^https?://[^\s/?#]+[^\s]*$")
+    # Where an unknown short link sends visitors (302, an absolute http(s) URL); unset: the 404 page (JSON for API
+    # clients). Private and archived links count as unknown.
+    not_found_url: str | None = Field(default=None, pattern=r"^https?://[^\s/?#]+[^\s]*$")
     # Proxies whose X-Forwarded-For/-Proto are believed (comma-separated IPs or CIDRs, or "*"); unset: none.
     trusted_proxies: str | None = None
     # Log lines as `text` (time [LEVEL] logger: message) or `json` (one object per line, with the request's id,

@@ -41,7 +41,13 @@ def check_tool_listing(tools: dict[str, Tool]) -> None:
         "hashtags",
         "visibility",
         "password",
+        "expires_at",
+        "max_clicks",
+        "expired_url",
+        "archived",
+        "preview",
         "auto_meta",
+        "idempotency_key",
     }
     assert tools["update_link"].input_schema["required"] == ["id"]
     update = tools["update_link"].input_schema["properties"]

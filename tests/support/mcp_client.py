@@ -19,6 +19,7 @@ TOOL_NAMES = {
     "get_me",
     "list_links",
     "create_link",
+    "create_links",
     "update_link",
     "delete_link",
     "get_analytics",

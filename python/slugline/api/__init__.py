@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from slugline.api.v1 import analytics, analyze, auth, clicks, health, keys, links, me, public, qr, search
+from slugline.api.v1 import analytics, analyze, auth, bulk, clicks, health, keys, links, me, public, qr, search
 
 API_PREFIX = "/api/v1"
 
 
 def routers() -> list[APIRouter]:
-    return [module.router for module in (links, me, search, health, auth, keys, clicks, qr, analytics, public, analyze)]
+    # `bulk` before `links`: its fixed paths (/links/export) would otherwise be read as a link's id.
+    modules = (bulk, links, me, search, health, auth, keys, clicks, qr, analytics, public, analyze)
+    return [module.router for module in modules]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 
 from slugline.accounts import keys
 from slugline.accounts import service as accounts
 from slugline.common.caller import Caller
+from slugline.links import idempotency
 from slugline.runtime import Runtime
 from slugline.web.identity import identify
 from slugline.web.request import read_json
+from slugline.web.responses import JSON
 
 
 # Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` one in the shared thread pool, a hop per
@@ -66,3 +68,22 @@ async def get_json_body(request: Request) -> Any:
 
 
 JsonBody = Annotated[Any, Depends(get_json_body)]
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias=idempotency.HEADER,
+        min_length=1,
+        max_length=idempotency.MAX_KEY,
+        pattern=idempotency.KEY_PATTERN,
+        description=f"Up to {idempotency.MAX_KEY} visible ASCII characters naming this request: a retry with the same "
+        "key and body within 24 hours gets the first answer (with Idempotent-Replayed: true) instead of a second "
+        "link; the same key with another body is 409",
+    ),
+]
+
+
+def idempotency_json(answer: idempotency.Answer) -> JSON:
+    status, body, replayed = answer
+    return JSON(body, status_code=status, headers={idempotency.REPLAYED: "true"} if replayed else None)

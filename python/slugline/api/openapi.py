@@ -8,55 +8,72 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
+from slugline.api import examples
 from slugline.api.operations import DEGRADED, ERRORS, OPERATIONS, UNLISTED, Operation
 from slugline.common.inputs import LinkCreate, LinkUpdate, object_schema, properties, update_properties
 from slugline.common.outputs import Error
 from slugline.common.visibility import Visibility
 
-PASSWORD_WITH_VISIBILITY = [
-    {"not": {"required": ["password"]}},
-    {"not": {"required": ["visibility"]}},
-    {"properties": {"visibility": {"const": Visibility.PASSWORD.value}}},
-]
+PASSWORD_RULE = (
+    "A password comes exactly with visibility 'password': a body with visibility 'password' must carry a password, "
+    "and a body with a password and another visibility (or none, which means public) is refused with 422."
+)
+UPDATE_PASSWORD_RULE = (
+    "A password cannot come with another visibility in the same body (422). Whether a password may come alone, or "
+    "visibility 'password' without one, depends on the link: a link that has no password yet needs one with "
+    "visibility 'password', and only a password link takes a new password alone (422 otherwise)."
+)
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The request body, as a named component (`complete` moves it under `components/schemas/<model name>`), so a
+    generated client gets a class of that name. The rules across fields are stated in words and, where JSON Schema
+    can say them, with `if`/`then`/`else`: never as a top-level `anyOf`, which generators turn into a union that loses
+    the fields."""
     schema = object_schema(model)
+    if model.__doc__:
+        schema["description"] = " ".join(model.__doc__.split())
     if model is LinkCreate:
         _create_rules(schema)
     elif model is LinkUpdate:
-        # An empty update is refused; a password cannot come with another visibility in the same body. (Whether
-        # a password may come alone, or visibility 'password' without one, depends on the link: a documented 422.)
-        schema.update(properties=update_properties(), minProperties=1, anyOf=PASSWORD_WITH_VISIBILITY)
+        # An empty update is refused; a password cannot come with another visibility in the same body.
+        schema.update(properties=update_properties(), minProperties=1)
+        schema["description"] = f"{schema.get('description', '')} {UPDATE_PASSWORD_RULE}".strip()
+        schema["if"] = {"required": ["password", "visibility"]}
+        schema["then"] = {"properties": {"visibility": {"const": Visibility.PASSWORD.value}}}
+    schema["title"] = model.__name__
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 def _create_rules(schema: dict[str, Any]) -> None:
     """What a create body adds to the fields' own rules: null means not given (as MCP clients send every argument),
     and a password comes exactly with visibility 'password'. Kept out of the MCP tool schema, whose clients may not
-    take a top-level anyOf."""
+    take conditional keywords."""
     props = schema["properties"]
     for name, prop in props.items():
         if name not in schema.get("required", ()) and not any(b.get("type") == "null" for b in prop.get("anyOf", ())):
             help_text = {key: prop.pop(key) for key in ("description", "default") if key in prop}
             props[name] = {"anyOf": [prop, {"type": "null"}], **help_text}
-    others = [level.value for level in Visibility if level != Visibility.PASSWORD]
-    schema["anyOf"] = [
-        {
-            "required": ["visibility", "password"],
-            "properties": {"visibility": {"const": Visibility.PASSWORD.value}, "password": {"type": "string"}},
-        },
-        {"properties": {"visibility": {"enum": [*others, None]}, "password": {"type": "null"}}},
-    ]
+    schema["description"] = f"A new link: destination_url and any of the optional fields. {PASSWORD_RULE}"
+    schema["if"] = {
+        "required": ["visibility"],
+        "properties": {"visibility": {"const": Visibility.PASSWORD.value}},
+    }
+    schema["then"] = {"required": ["password"], "properties": {"password": {"type": "string"}}}
+    schema["else"] = {"properties": {"password": {"type": "null"}}}
 
 
-def query_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """Documents query parameters that a handler passes on as a plain dict (so a 404 comes before a 422)."""
+def query_schema(model: type[BaseModel], *, required: bool = False) -> dict[str, Any]:
+    """Documents query parameters that a handler passes on as a plain dict (so a 404 comes before a 422);
+    `required`: the model's required fields are required parameters."""
+    needed = set(model.model_json_schema().get("required", ())) if required else set()
     return {
         "parameters": [
-            {"name": name, "in": "query", "required": False, "schema": prop} for name, prop in properties(model).items()
+            {"name": name, "in": "query", "required": name in needed, "schema": prop}
+            for name, prop in properties(model).items()
         ]
     }
 
@@ -74,6 +91,13 @@ IMAGES = {
     "image/png": {"schema": {"type": "string", "format": "binary"}},
     "image/svg+xml": {"schema": {"type": "string"}},
 }
+
+
+def operation_id(route: APIRoute) -> str:
+    """The operation id of a route without one of its own: its function's name in camelCase (`list_links` ->
+    `listLinks`), what a generated client names the call."""
+    first, *rest = route.name.split("_")
+    return first + "".join(word.title() for word in rest)
 
 
 def install(app: FastAPI, prefix: str) -> None:
@@ -100,10 +124,61 @@ def complete(doc: dict[str, Any], prefix: str) -> dict[str, Any]:
                 _refuse_nul(param["schema"])
             body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
             _refuse_nul(body.get("schema", {}))
+            _name_body(body, models, op.get("operationId", ""))
+            examples.attach(op, spec.status)
+    for schema in models.values():
+        _close(schema)
     components = doc.setdefault("components", {})
     components["schemas"] = models
     components["securitySchemes"] = SECURITY
+    doc["info"].update(INFO)
+    doc["servers"] = [{"url": "/", "description": "The server this document is served by (paths start with /api/v1)"}]
+    doc["tags"] = TAGS
     return doc
+
+
+INFO = {
+    "license": {"name": "MIT", "identifier": "MIT"},
+    "contact": {"name": "The Slugline authors"},
+}
+TAGS = [
+    {"name": "links", "description": "Create, list, read, update and delete links; their clicks and QR codes"},
+    {"name": "analytics", "description": "Click figures of the account or one link, and click exports"},
+    {"name": "search", "description": "Ranked search over the caller's links"},
+    {"name": "account", "description": "The authenticated account and its API keys"},
+    {"name": "auth", "description": "Accounts and session tokens"},
+    {"name": "public", "description": "What anyone may read: a short link's public face, a web page's preview"},
+    {"name": "health", "description": "Liveness and readiness"},
+]
+
+
+def _name_body(body: dict[str, Any], models: dict[str, Any], operation_id: str) -> None:
+    """Move a body's schema under components/schemas, leaving a `$ref` in its place: named as `body_schema` named it,
+    else after the operation (`createLinks` -> `CreateLinksBody`). Its visibility refers to the one `Visibility` enum
+    the answers use, so a client has one type for it."""
+    schema = body.get("schema")
+    if not schema or "$ref" in schema:
+        return
+    name = schema.pop("title", None) or f"{operation_id[:1].upper()}{operation_id[1:]}Body"
+    models[name] = schema
+    body["schema"] = {"$ref": f"#/components/schemas/{name}"}
+    prop = schema.get("properties", {}).get("visibility")
+    if prop is not None:
+        models.setdefault("Visibility", {"type": "string", "enum": LEVELS, "title": "Visibility"})
+        for node in [prop, *prop.get("anyOf", ())]:
+            if node.get("enum") == LEVELS:
+                del node["enum"], node["type"]
+                node["$ref"] = "#/components/schemas/Visibility"
+
+
+LEVELS = [level.value for level in Visibility]
+
+
+def _close(schema: dict[str, Any]) -> None:
+    """An answer holds exactly the fields its model names: an object of named properties admits no others (a map,
+    such as a hit's highlights, keeps its own `additionalProperties`)."""
+    if "properties" in schema and schema.get("additionalProperties", True) is True:
+        schema["additionalProperties"] = False
 
 
 def _responses(spec: Operation, generated: dict[str, Any], models: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,48 @@ EXPORT = {
     "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
 }
 
+LINK_EXPORT = {
+    "description": "The links as a file, streamed: CSV with a header row (`format=csv`) or one JSON object a line "
+    "(`format=ndjson`); every column of a link, timestamps to the microsecond",
+    "headers": {
+        "Content-Disposition": {
+            "description": 'attachment; filename="links.csv" (or links.ndjson)',
+            "schema": {"type": "string"},
+        }
+    },
+    "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
+}
+
+_ITEM = {
+    "type": "object",
+    "required": ["index", "status"],
+    "properties": {
+        "index": {"type": "integer", "description": "The item's place in the request, from 0"},
+        "status": {"type": "integer", "description": "What the single call would answer: 201 or 200, else its error"},
+        "link": {"type": "object", "description": "The link as created or changed"},
+        "deleted": {"type": "boolean"},
+        "id": {"type": "string", "description": "The deleted link's id"},
+        "error": {"type": "string", "description": "Why the item failed, as the single call says it"},
+    },
+}
+BULK = {
+    "description": "An answer per item, in the request's order (with `atomic`, every item succeeded: a failure "
+    "refuses the call with that item's status and error, and nothing is written)",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["results", "succeeded", "failed"],
+                "properties": {
+                    "results": {"type": "array", "items": _ITEM},
+                    "succeeded": {"type": "integer"},
+                    "failed": {"type": "integer"},
+                },
+            }
+        }
+    },
+}
+
 
 @dataclass(frozen=True)
 class Operation:
@@ -70,6 +112,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("delete", "/api-key"): Operation(outputs.KeyDeleted, (404, 422, *KEYED), "any"),
     ("get", "/links"): Operation(outputs.LinkPage, (422, *KEYED), "key"),
     ("post", "/links"): Operation(outputs.NewLink, (*BODY, 409, *KEYED), "key", 201),
+    ("post", "/links/bulk"): Operation(None, (*BODY, 403, 404, 409, *KEYED), "key", answer=BULK),
+    ("patch", "/links/bulk"): Operation(None, (*BODY, 403, 404, 409, *KEYED), "key", answer=BULK),
+    ("delete", "/links/bulk"): Operation(None, (*BODY, 404, *KEYED), "key", answer=BULK),
+    ("get", "/links/export"): Operation(None, (422, *KEYED), "key", answer=LINK_EXPORT),
     ("get", "/links/{link_id}"): Operation(outputs.Link, (404, *KEYED), "key"),
     ("put", "/links/{link_id}"): Operation(outputs.Link, (*BODY, 404, 409, *KEYED), "key"),
     ("delete", "/links/{link_id}"): Operation(outputs.Deleted, (404, *KEYED), "key"),

@@ -12,6 +12,9 @@ MAX_NOTE = 4096
 MAX_TAGS = 30
 MAX_TAG = 64
 MIN_LINK_PASSWORD, MAX_LINK_PASSWORD = 4, 128
+MAX_CLICKS_LIMIT = 1_000_000_000_000  # a link's max_clicks; far beyond any campaign, well within BIGINT
+MAX_PREVIEW_TITLE = 255  # a social card's title (Open Graph readers cut far shorter ones)
+MAX_PREVIEW_DESCRIPTION = 1024
 
 # Accounts
 MIN_USERNAME, MAX_USERNAME = 3, 32

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -27,6 +27,7 @@ from slugline import _core
 from slugline.common import patterns
 from slugline.common.bounds import (
     MAX_BROWSER,
+    MAX_CLICKS_LIMIT,
     MAX_DAYS,
     MAX_DESCRIPTION,
     MAX_LINK_PASSWORD,
@@ -35,6 +36,8 @@ from slugline.common.bounds import (
     MAX_PAGE,
     MAX_PASSWORD,
     MAX_PER,
+    MAX_PREVIEW_DESCRIPTION,
+    MAX_PREVIEW_TITLE,
     MAX_QR_MARGIN,
     MAX_QR_SIZE,
     MAX_QUERY,
@@ -58,11 +61,20 @@ from slugline.common.visibility import Visibility
 SortField = Literal["created_at", "updated_at", "title", "slug", "clicks"]
 Direction = Literal["asc", "desc"]
 KeyScope = Literal["full", "public"]
+LinkStatus = Literal["active", "expired", "limit_reached", "archived"]
 _DESTINATION = re.compile(patterns.DESTINATION)
 _PAGE_URL = re.compile(patterns.PAGE_URL)
 
 
-def check_destination(url: str) -> str:
+def check_destination(url: str, name: str = "destination_url") -> str:
+    """`url` as a destination (`name`: the field it came in, for the messages)."""
+    try:
+        return _check_url(url)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("destination_url", name)) from None
+
+
+def _check_url(url: str) -> str:
     if len(url) > MAX_URL:  # before stripping: the documented maxLength counts what was sent
         raise ValueError(f"destination_url must be at most {MAX_URL} characters")
     url = url.strip()
@@ -119,6 +131,89 @@ Destination = Annotated[
     ),
     AfterValidator(check_destination),
 ]
+
+
+def _url_schema(description: str) -> Any:
+    return Field(
+        min_length=1,
+        description=description,
+        json_schema_extra={
+            "maxLength": MAX_URL,
+            "pattern": f"^[{patterns.SPACE}]*{patterns.DESTINATION[1:-1]}[{patterns.SPACE}]*$",
+        },
+    )
+
+
+def check_expiry(moment: datetime) -> datetime:
+    """A moment without a zone is taken as UTC; stored and shown in UTC."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+ExpiredUrl = Annotated[
+    str,
+    _url_schema(
+        "Where the link sends visitors once it has expired or reached max_clicks (302); without it they get 410 "
+        f"Gone. An absolute http(s) URL with a host, at most {MAX_URL} characters"
+    ),
+    AfterValidator(lambda url: check_destination(url, "expired_url")),
+]
+ImageUrl = Annotated[
+    str,
+    _url_schema(f"The card's image: an absolute http(s) URL, at most {MAX_URL} characters"),
+    AfterValidator(lambda url: check_destination(url, "preview.image_url")),
+]
+ExpiresAt = Annotated[
+    datetime,
+    Field(
+        description="When the link stops redirecting (ISO 8601; UTC if no offset is given); null clears it",
+    ),
+    AfterValidator(check_expiry),
+]
+MaxClicks = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=1,
+        le=MAX_CLICKS_LIMIT,
+        description="How many visitors the link lets through (bots do not count); later ones get the expired "
+        "answer; null clears the limit",
+    ),
+]
+Archived = Annotated[
+    bool,
+    Field(
+        strict=True,
+        description="true: the link stops redirecting (404, as if it did not exist) and is left out of lists unless "
+        "asked for, but keeps its analytics; false unarchives it",
+    ),
+]
+
+
+class Preview(BaseModel):
+    """The social card link-preview crawlers (Slack, Facebook, X, LinkedIn, ...) are shown for the short URL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, min_length=1, max_length=MAX_PREVIEW_TITLE, description="The card's title")
+    description: str | None = Field(
+        default=None, max_length=MAX_PREVIEW_DESCRIPTION, description="The card's text under the title"
+    )
+    image_url: ImageUrl | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError(f"preview.{info.field_name} must not contain NUL characters")
+        return value
+
+    @model_validator(mode="after")
+    def _something(self) -> Preview:
+        if self.title is None and self.description is None and self.image_url is None:
+            raise ValueError("preview needs at least one of title, description or image_url")
+        return self
+
+
 Slug = Annotated[
     str,
     Field(
@@ -190,6 +285,15 @@ class LinkUpdate(_Strict):
     hashtags: Hashtags | None = None
     visibility: VisibilityField | None = None
     password: LinkPassword | None = None
+    expires_at: ExpiresAt | None = None
+    max_clicks: MaxClicks | None = None
+    expired_url: ExpiredUrl | None = None
+    archived: Archived | None = None
+    preview: Preview | None = Field(
+        default=None,
+        description="The card link-preview crawlers get instead of the redirect (Open Graph and Twitter Card tags); "
+        "without it they are redirected like everyone else; null clears it",
+    )
 
 
 class LinkCreate(LinkUpdate):
@@ -204,7 +308,7 @@ class LinkCreate(LinkUpdate):
 
 
 # Fields of an update that cannot be cleared with null.
-NOT_NULLABLE = ("destination_url", "slug", "visibility", "password")
+NOT_NULLABLE = ("destination_url", "slug", "visibility", "password", "archived")
 
 
 def non_null_fields(data: dict[str, Any]) -> list[str]:
@@ -230,6 +334,19 @@ class ListParams(PageParams):
     )
     sort: SortField = Field(default="created_at", description="Field to sort by")
     dir: Direction = Field(default="desc", description="Sort direction")
+    status: LinkStatus | None = Field(
+        default=None,
+        description="Only links in this state: active, expired (past expires_at), limit_reached (max_clicks used "
+        "up) or archived",
+    )
+    archived: bool | None = Field(
+        default=None,
+        description="true: only archived links; false (the default without status): archived links are left out",
+    )
+
+    def lifecycle(self) -> bool:
+        """Whether the list is filtered by its links' state beyond leaving out archived ones."""
+        return self.status is not None or self.archived is not None
 
 
 class Credentials(_Strict):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from sqlalchemy import JSON, BigInteger, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import false
 
 from slugline.common.bounds import (
     MAX_BROWSER,
@@ -80,6 +81,14 @@ class Link(Base):
     clicks: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[datetime] = mapped_column(Timestamp)
     updated_at: Mapped[datetime] = mapped_column(Timestamp)
+    # The lifecycle (migration 0012, `links.lifecycle`). `clicks_used` is the non-bot visitors a limited link let
+    # through, counted by the redirect itself; never written by an update.
+    expires_at: Mapped[datetime | None] = mapped_column(Timestamp, nullable=True, index=True)
+    max_clicks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    clicks_used: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    expired_url: Mapped[str | None] = mapped_column(String(MAX_URL), nullable=True)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    preview: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
 
     __table_args__ = (Index("ix_links_account_created", "account_id", "created_at"),)
 
@@ -102,6 +111,12 @@ class LinkRecord:
     clicks: int = 0
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = None
+    max_clicks: int | None = None
+    clicks_used: int = 0
+    expired_url: str | None = None
+    archived: bool = False
+    preview: dict[str, str] | None = None
 
 
 class LinkChange(Base):
@@ -113,6 +128,22 @@ class LinkChange(Base):
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
     version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     link_id: Mapped[str] = mapped_column(String(15))
+
+
+class IdempotentAnswer(Base):
+    """A create's answer, kept for 24 hours under the Idempotency-Key its client sent (`links.idempotency`): a retry
+    with the same key and body gets this answer again instead of making a second link. `status` 0: under way."""
+
+    __tablename__ = "idempotency_keys"
+
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))  # of the operation and its body
+    status: Mapped[int] = mapped_column(Integer)
+    answer: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+
+    __table_args__ = (Index("ix_idempotency_keys_account_created", "account_id", "created_at"),)
 
 
 class Click(Base):

@@ -6,7 +6,7 @@ document them. `extra="allow"` keeps any field the JSON gains later, so MCP can 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +14,10 @@ from slugline.common.inputs import Interval
 from slugline.common.visibility import Visibility
 
 UTC = "UTC, ISO 8601"
+Timestamp = Annotated[str, Field(description=UTC, json_schema_extra={"format": "date-time"})]
+Day = Annotated[str, Field(json_schema_extra={"format": "date"})]
+ShortUrl = Annotated[str, Field(description="The short URL to share", json_schema_extra={"format": "uri"})]
+Plan = Literal["free", "developer", "pro"]
 
 
 class _Open(BaseModel):
@@ -24,19 +28,41 @@ class Error(BaseModel):
     error: str = Field(description="What went wrong, for a human; names the field and the rule")
 
 
+def _preview_fields(schema: dict[str, Any]) -> None:
+    schema["properties"] = {
+        "title": {"type": "string", "description": "The card's title"},
+        "description": {"type": "string", "description": "The card's text under the title"},
+        "image_url": {"type": "string", "description": "The card's image"},
+    }
+
+
+class LinkPreview(_Open):
+    """The social card: the fields that were set (documented, not fields, so none is written as null)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_preview_fields)
+
+
 class Link(_Open):
     id: str = Field(description="lnk_ + 11 base62 characters; pass it to update_link and delete_link")
     slug: str
-    short_url: str = Field(description="The short URL to share")
-    destination_url: str
+    short_url: ShortUrl
+    destination_url: str = Field(description="Where the short link redirects: an http(s) URL, as it was given")
     title: str | None
     description: str | None
     note: str | None = Field(description="Private note, never shown to visitors")
     hashtags: list[str]
     visibility: Visibility
     clicks: int = Field(description="Human clicks so far (bots excluded)")
-    created_at: str = Field(description=UTC)
-    updated_at: str = Field(description=UTC)
+    created_at: Timestamp
+    updated_at: Timestamp
+    expires_at: Timestamp | None = Field(description="When the link stops redirecting (UTC), or null")
+    max_clicks: int | None = Field(description="How many visitors the link lets through, or null for no limit")
+    expired_url: str | None = Field(description="Where an expired or used-up link sends visitors, or null (410)")
+    archived: bool = Field(description="An archived link answers visitors 404 and is left out of lists by default")
+    preview: LinkPreview | None = Field(description="The card link-preview crawlers get, or null")
+    status: Literal["active", "expired", "limit_reached", "archived"] = Field(
+        description="active; expired (past expires_at); limit_reached (max_clicks used up); archived"
+    )
 
 
 META_ERROR = {
@@ -51,9 +77,10 @@ def _with_meta_error(schema: dict[str, Any]) -> None:
 
 
 class NewLink(Link):
-    """A created link: `meta_error` is documented, not a field, so an answer without it stays without it (a field with
-    a default would be written as null into MCP's structured content, and REST and MCP would differ)."""
+    """The created link, with meta_error when auto_meta could not read the page."""
 
+    # `meta_error` is documented, not a field, so an answer without it stays without it (a field with a default would
+    # be written as null into MCP's structured content, and REST and MCP would differ).
     model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_with_meta_error)
 
 
@@ -76,9 +103,11 @@ class Deleted(_Open):
 
 class Me(_Open):
     username: str
-    plan: str = Field(description="free, developer or pro")
-    scope: str = Field(description="full: every link; public: only public and unlisted links; session: a login")
-    created_at: str
+    plan: Plan = Field(description="free, developer or pro")
+    scope: Literal["full", "public", "session"] = Field(
+        description="full: every link; public: only public and unlisted links; session: a login"
+    )
+    created_at: Timestamp
 
 
 class DayClicks(_Open):
@@ -128,8 +157,8 @@ class Analytics(_Open):
     """Clicks of the period, bots left out; every figure follows the filters."""
 
     days: int = Field(description="Days in the period, both ends included")
-    from_: str = Field(alias="from", description="First day counted (UTC)")
-    to: str = Field(description="Last day counted (UTC)")
+    from_: Day = Field(alias="from", description="First day counted (UTC)")
+    to: Day = Field(description="Last day counted (UTC)")
     interval: Interval = Field(description="Bucket of the clicks series")
     source: str | None = Field(description="The source filter as applied (lowercased), or null")
     device: str | None = Field(description="The device filter as applied, or null")
@@ -152,22 +181,22 @@ class Analytics(_Open):
 
 class Account(_Open):
     username: str
-    plan: str
-    created_at: str
+    plan: Plan
+    created_at: Timestamp
 
 
 class Session(_Open):
     account: Account
     token: str = Field(description="Session token (svc_sess_...): authenticates /me, /api-key and /auth/logout only")
-    expires_at: str = Field(description=UTC)
+    expires_at: Timestamp
 
 
 class Key(_Open):
     scope: Literal["full", "public"]
     prefix: str
     last4: str
-    created_at: str
-    last_used_at: str | None
+    created_at: Timestamp
+    last_used_at: Timestamp | None
 
 
 class KeyList(_Open):
@@ -216,8 +245,8 @@ class Probe(_Open):
 
 
 class Click(_Open):
-    clicked_at: str
-    device: str
+    clicked_at: Timestamp
+    device: Literal["desktop", "mobile", "tablet", "bot", "other"]
     browser: str | None
     os: str | None
     source: str | None
@@ -233,13 +262,13 @@ class PublicLink(_Open):
     """A public or unlisted link in full; a password link only as slug, short_url, visibility, requires_password."""
 
     slug: str
-    short_url: str
+    short_url: ShortUrl
     visibility: Visibility
     destination_url: str | None = None
     title: str | None = None
     description: str | None = None
     hashtags: list[str] | None = None
-    created_at: str | None = None
+    created_at: Timestamp | None = None
     requires_password: bool | None = None
 
 

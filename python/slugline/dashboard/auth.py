@@ -25,6 +25,9 @@ HOME = "/app/"
 @router.get("/app")
 async def root(request: Request) -> Response:
     who = await visitor(request)
+    elsewhere = who.rt.settings.root_url
+    if who.caller is None and elsewhere and request.url.path == "/":
+        return redirect(elsewhere, 302)
     return redirect(HOME if who.caller else "/app/login", 302)
 
 

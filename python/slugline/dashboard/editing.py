@@ -19,7 +19,9 @@ from slugline.links import service as links
 
 router = APIRouter(include_in_schema=False)
 TEXT_FIELDS = ("title", "description", "note")
-FIELDS = ("destination_url", "slug", *TEXT_FIELDS, "hashtags", "visibility", "password", "auto_meta")
+LIFE_FIELDS = ("expires_at", "max_clicks", "expired_url", "archived", "preview")
+FIELDS = ("destination_url", "slug", *TEXT_FIELDS, "hashtags", "visibility", "password", "auto_meta", *LIFE_FIELDS)
+PREVIEW_FIELDS = ("title", "description", "image_url")  # the form's preview_title, preview_description, ...
 VISIBILITIES = [v.value for v in Visibility]
 MAX_NOTICE = 200  # characters of a failed fetch's reason carried to the link page
 
@@ -38,7 +40,22 @@ def create_body(form: dict[str, str]) -> dict[str, Any]:
     if tags := hashtags_of(form.get("hashtags", "")):
         body["hashtags"] = tags
     body["auto_meta"] = "auto_meta" in form
+    body.update({name: value for name, value in lifecycle_body(form).items() if value is not None})
     return body
+
+
+def lifecycle_body(form: dict[str, str]) -> dict[str, Any]:
+    """The lifecycle fields (a blank one is null): the expiry is a `datetime-local` value, taken as UTC; a max clicks
+    that is not a number is sent as it was typed, for the service to name the rule."""
+    clicks = form.get("max_clicks", "").strip()
+    preview = {name: form[f"preview_{name}"] for name in PREVIEW_FIELDS if form.get(f"preview_{name}", "").strip()}
+    return {
+        "expires_at": form.get("expires_at") or None,
+        "max_clicks": (int(clicks) if clicks.isdigit() else clicks) if clicks else None,
+        "expired_url": form.get("expired_url") or None,
+        "archived": "archived" in form,
+        "preview": preview or None,
+    }
 
 
 def update_body(form: dict[str, str]) -> dict[str, Any]:
@@ -50,12 +67,18 @@ def update_body(form: dict[str, str]) -> dict[str, Any]:
     for name in TEXT_FIELDS:
         body[name] = form.get(name) or None
     body["hashtags"] = hashtags_of(form.get("hashtags", "")) or None
-    return body
+    return {**body, **lifecycle_body(form)}
 
 
 def _form_values(link: dict[str, Any]) -> dict[str, str]:
     values = {name: link.get(name) or "" for name in ("destination_url", "slug", *TEXT_FIELDS, "visibility")}
     values["hashtags"] = ", ".join(link.get("hashtags") or ())
+    values["expires_at"] = (link.get("expires_at") or "")[:16]  # YYYY-MM-DDTHH:MM, as `datetime-local` shows it
+    values["max_clicks"] = str(link.get("max_clicks") or "")
+    values["expired_url"] = link.get("expired_url") or ""
+    values["archived"] = "1" if link.get("archived") else ""
+    for name in PREVIEW_FIELDS:
+        values[f"preview_{name}"] = (link.get("preview") or {}).get(name) or ""
     return values
 
 

@@ -18,8 +18,9 @@ from slugline.common.inputs import ListParams
 from slugline.dashboard.figures import Figures, get_figures
 from slugline.dashboard.pages import render
 from slugline.dashboard.session import PageError, visitor
-from slugline.links import qr
+from slugline.links import export, qr
 from slugline.links import service as links
+from slugline.web.responses import Download
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 20
@@ -49,6 +50,18 @@ async def list_page(request: Request) -> Response:
         return "?" + urlencode({**query, "page": page})
 
     return render(request, who, "links.html", status, found=found, query=query, errors=errors, page_link=page_link)
+
+
+@router.get("/app/links/export.{fmt}")
+async def export_file(request: Request, fmt: str) -> Response:
+    """Every link, as `GET /api/v1/links/export` gives it (the list's `q` with it). Before `/app/links/{link_id}`,
+    which would take `export.csv` for an id."""
+    who = await visitor(request)
+    query = {"format": fmt, "q": request.query_params.get("q") or None}
+    try:
+        return Download(await export.export_links(who.rt, who.owner(), query))
+    except ServiceError as exc:
+        raise PageError.of(exc) from None
 
 
 async def link_or_404(who: Any, link_id: str) -> dict[str, Any]:

@@ -98,6 +98,30 @@ async def draw(rt: Runtime, buckets: list[Bucket], drawn: Sequence[Decision] = (
     return tightest(decisions)
 
 
+async def charge(rt: Runtime, caller: Caller, ip: str | None, items: int) -> None:
+    """A bulk call counts as one request per item: the call itself drew one token from each of its buckets (the
+    middleware), so its other `items - 1` are drawn here, from the same buckets, before any work. `ip` None: an
+    operator's command, which no limit applies to. Past a bucket's budget nothing more is drawn and the call is 429;
+    a call larger than a whole minute's budget is refused as such (it could never pass)."""
+    if ip is None or items <= 1:
+        return
+    drawn: list[Bucket] = []
+    for bucket, per_minute in api_buckets(rt, caller, ip):
+        if items > per_minute:
+            decision = Decision(False, per_minute, 0, 0, 60)
+        else:
+            decision = await rt.limiter.hit(bucket, per_minute, items - 1)
+        if not decision.allowed:
+            for taken, rate in drawn:  # a refused call costs no more than its one request
+                await rt.limiter.give_back(taken, rate, items - 1)
+            raise RateLimited(
+                f"a bulk call counts one request per item: {items} items, and this key may make {per_minute} "
+                "requests a minute",
+                decision.retry_after,
+            )
+        drawn.append((bucket, per_minute))
+
+
 def tightest(decisions: list[Decision]) -> Decision:
     """The decision whose numbers a response shows when several buckets apply: a refusal (the longest wait), else
     the bucket with the fewest requests left, which is exactly how many more the caller may make."""

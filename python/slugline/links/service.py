@@ -47,7 +47,7 @@ from slugline.common.paging import pagination
 from slugline.common.validation import parse, without_nulls
 from slugline.common.visibility import HIDDEN_LEVELS, PUBLIC_LEVELS, Visibility
 from slugline.limits import rules as limits
-from slugline.links import events, meta
+from slugline.links import events, lifecycle, meta
 from slugline.runtime import Runtime
 from slugline.search import feed as searchfeed
 from slugline.search.cache import LOOP_FILTER_TEXT
@@ -75,7 +75,9 @@ SHOWN = (
     Link.clicks,
     Link.created_at,
     Link.updated_at,
+    *lifecycle.COLUMNS,
 )
+PLAIN = 11  # the SHOWN columns `_core.link_json_rows` writes; the lifecycle's follow
 SHOWN_NAMES = tuple(column.key for column in SHOWN)
 _GET = select(*SHOWN).where(Link.id == bindparam("link_id"), Link.account_id == bindparam("account_id"))
 _GET_PUBLIC = _GET.where(Link.visibility.in_(PUBLIC_LEVELS))
@@ -90,7 +92,7 @@ def link_dict(link: Link | LinkRecord | LinkRow, base_url: str) -> dict[str, Any
 def link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
     """A link's JSON from a plain row of the SHOWN columns: a driver's (SQLite's gives JSON and timestamps as text,
     PostgreSQL's their values) or SQLAlchemy's."""
-    link_id, slug, destination, title, description, note, hashtags, visibility, clicks, created, updated = row
+    link_id, slug, destination, title, description, note, hashtags, visibility, clicks, created, updated = row[:PLAIN]
     return {
         "id": link_id,
         "slug": slug,
@@ -104,6 +106,7 @@ def link_json(row: tuple[Any, ...], base_url: str) -> dict[str, Any]:
         "clicks": clicks,
         "created_at": _moment(created),
         "updated_at": _moment(updated),
+        **lifecycle.lifecycle_json(tuple(row[PLAIN:]), utcnow()),
     }
 
 
@@ -111,9 +114,13 @@ def links_json(rows: list[Any], base_url: str) -> list[Any]:
     """`link_json` of each plain row, as the JSON bytes themselves (an `orjson.Fragment`, which orjson writes as
     it is) where the row holds the shapes the readers on the event loop give, written in Rust without a dict per
     link; other rows as `link_json` gives them. Either way the response's bytes are the same."""
-    made = _core.link_json_rows(rows, base_url)
+    made = _core.link_json_rows([tuple(row[:PLAIN]) for row in rows], base_url)
+    now = utcnow()
     return [
-        link_json(row, base_url) if raw is None else orjson.Fragment(raw) for row, raw in zip(rows, made, strict=True)
+        link_json(row, base_url)
+        if raw is None
+        else orjson.Fragment(raw[:-1] + b"," + orjson.dumps(lifecycle.lifecycle_json(tuple(row[PLAIN:]), now))[1:])
+        for row, raw in zip(rows, made, strict=True)
     ]
 
 
@@ -155,7 +162,17 @@ _INSERT = insert(_LINKS)
 COLUMNS = tuple(column.key for column in _LINKS.columns)  # every column, in order: what a create writes, _WHOLE reads
 _NEW_ROW = {column.key: bindparam(column.key, type_=column.type) for column in _LINKS.columns}
 # What an update writes: every column a client may change (never `clicks`, which the click writer moves meanwhile).
-CHANGEABLE = ("slug", "destination_url", "title", "description", "note", "hashtags", "visibility", "password_hash")
+CHANGEABLE = (
+    "slug",
+    "destination_url",
+    "title",
+    "description",
+    "note",
+    "hashtags",
+    "visibility",
+    "password_hash",
+    *lifecycle.CHANGEABLE,
+)
 # Locked for the update's transaction on PostgreSQL (SQLite has one writer anyway): two updates of one link queue,
 # so neither writes back a field the other changed.
 _WHOLE = (
@@ -353,22 +370,45 @@ async def _prune(writer: LoopWriter | PgLoopWriter, account_id: int, version: in
         await writer.write(functools.partial(searchfeed.prune, account_id=account_id, version=version))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def page_statement(
-    dialect: str, sort: str, direction: str, public_only: bool, by_ids: bool
+    dialect: str,
+    sort: str,
+    direction: str,
+    public_only: bool,
+    by_ids: bool,
+    status: str | None = None,
+    archived: bool | None = None,
 ) -> Select[*tuple[Any, ...]]:
     """The page query for one shape, built once (SQLAlchemy then reuses its compiled form).
 
     `by_ids`: read the ids bound to `match_ids` by primary key, then sort (the `+ 0` only stops the
-    database from walking the account's index instead)."""
+    database from walking the account's index instead). `status`, `archived`: the list's lifecycle filter
+    (`lifecycle.status_condition`; archived links are left out unless asked for), with the time bound as `now`."""
     order = _order(_LINKS.c, sort, direction)
+    conds = _list_where(dialect, public_only, by_ids, status, archived)
+    return select(*SHOWN).where(*conds).order_by(*order).limit(bindparam("limit")).offset(bindparam("offset"))
+
+
+def _list_where(
+    dialect: str, public_only: bool, by_ids: bool, status: str | None, archived: bool | None
+) -> list[ColumnElement[bool]]:
     account = Link.account_id + 0 if by_ids else Link.account_id
     conds: list[ColumnElement[bool]] = [account == bindparam("account_id")]
     if public_only:
         conds.append(Link.visibility.in_(PUBLIC_LEVELS))
     if by_ids:
         conds.append(ids_in(dialect, Link.id.expression, "match_ids"))
-    return select(*SHOWN).where(*conds).order_by(*order).limit(bindparam("limit")).offset(bindparam("offset"))
+    return conds + lifecycle.status_condition(status, archived)
+
+
+@functools.lru_cache(maxsize=64)
+def count_statement(
+    dialect: str, public_only: bool, by_ids: bool, status: str | None, archived: bool | None
+) -> Select[Any]:
+    """How many links a list shows over all its pages (binds as `page_statement`'s, without limit and offset)."""
+    conds = _list_where(dialect, public_only, by_ids, status, archived)
+    return select(func.count()).select_from(Link).where(*conds)
 
 
 def _order(columns: Any, sort: str, direction: str) -> list[ColumnElement[Any]]:
@@ -464,23 +504,44 @@ def list_on_thread(rt: Runtime, caller: Caller, data: Any) -> dict[str, Any]:
         "offset": (params.page - 1) * params.per,
     }
     searching = bool(params.q and params.q.strip())
+    life = (params.status, params.archived)
+    if params.status not in (None, lifecycle.ARCHIVED):
+        binds["now"] = utcnow()
     # With `q`, a transaction: the search index may load through a server-side cursor.
     with rt.db.engine.connect() if searching else rt.db.reading() as conn:
+        dialect = conn.dialect.name
+        version = conn.scalar(_VERSION, {"account_id": caller.account_id}) or 0
+        # The search index knows nothing of links' states. A list filtered by state, or searched in an account with
+        # archived links (left out unless asked for), takes every match from it; the database then keeps those the
+        # list shows, counts them (every time: states change with the time and the clicks) and sorts them.
+        filtered = params.lifecycle() or (searching and archived_count(rt, conn, caller, version) > 0)
         if searching:
-            total, ids = rt.search.use(conn, caller.account_id, _matches(caller, params))
-            if params.sort == "created_at":
+            ask = Matching(params.q or "", caller.public_only) if filtered else _matches(caller, params)
+            total, ids = rt.search.use(conn, caller.account_id, ask)
+            if params.sort == "created_at" and not filtered:
                 binds["offset"] = 0
             binds["match_ids"] = match_ids(conn, ids)
-        else:
-            version = conn.scalar(_VERSION, {"account_id": caller.account_id}) or 0
+        if filtered:
+            total = conn.scalar(count_statement(dialect, caller.public_only, searching, *life), binds) or 0
+        elif not searching:
             counted = rt.link_counts.get(caller.account_id, caller.public_only, version)
             if counted is None:
-                counted = conn.scalar(select(func.count()).select_from(Link).where(*visible(caller))) or 0
+                counted = conn.scalar(count_statement(dialect, caller.public_only, False, None, None), binds) or 0
                 rt.link_counts.put(caller.account_id, caller.public_only, version, counted)
             total = counted
-        stmt = page_statement(conn.dialect.name, params.sort, params.dir, caller.public_only, searching)
+        stmt = page_statement(dialect, params.sort, params.dir, caller.public_only, searching, *life)
         data_out = [link_dict(row, caller.base_url) for row in conn.execute(stmt, binds)] if total else []
     return {"data": data_out, "pagination": pagination(params.page, params.per, total)}
+
+
+def archived_count(rt: Runtime, conn: Any, caller: Caller, version: int) -> int:
+    """How many of the links the caller sees are archived, counted once per version of the account's links."""
+    counted = rt.archived_counts.get(caller.account_id, caller.public_only, version)
+    if counted is None:
+        stmt = count_statement(conn.dialect.name, caller.public_only, False, lifecycle.ARCHIVED, None)
+        counted = conn.scalar(stmt, {"account_id": caller.account_id}) or 0
+        rt.archived_counts.put(caller.account_id, caller.public_only, version, counted)
+    return counted
 
 
 def _matches(caller: Caller, params: ListParams) -> Page | Matching:
@@ -498,7 +559,7 @@ async def list_on_loop(rt: Runtime, caller: Caller, params: ListParams) -> dict[
     with `q` the search index, gives it) and the total already at hand (remembered for the account's current links
     version, or the search index held at that version). None: use the thread."""
     reader = rt.db.now
-    if reader is None or params.sort != "created_at":
+    if reader is None or params.sort != "created_at" or params.lifecycle():
         return None
     rows: list[Any]
     if params.q and params.q.strip():
@@ -521,6 +582,8 @@ async def list_on_loop(rt: Runtime, caller: Caller, params: ListParams) -> dict[
         got = await versioned_now(rt, caller.account_id, by_ids(reader.dialect.name, caller, ids))
         if got is None or got[0] > index_version:  # the index is behind: the thread path brings it up
             return None
+        if rt.archived_counts.get(caller.account_id, caller.public_only, got[0]) != 0:
+            return None  # archived matches (or not known yet) to leave out: the database does it (`list_on_thread`)
         rows = got[1]
         at = {link_id: n for n, link_id in enumerate(ids)}  # read by primary key: back in the index's order
         rows.sort(key=lambda row: at[row[0]])
@@ -612,7 +675,7 @@ def update_on_thread(rt: Runtime, caller: Caller, link_id: str, data: Any) -> di
     try:
         with rt.db.writing() as session:
             dialect = rt.db.engine.dialect.name
-            link, old_slug, version = drive(_change(caller, link_id, data, dialect, session_run(session)))
+            link, old_slug, version = drive(write_change(caller, link_id, data, dialect, session_run(session)))
     except IntegrityError:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     events.link_saved(rt, caller.account_id, version, link, old_slug)
@@ -631,7 +694,7 @@ async def update_on_loop(rt: Runtime, caller: Caller, link_id: str, data: Any) -
         elif isinstance(writer, PgLoopWriter):
             changed = await _change_at_once(writer, caller, link_id, data)
         else:
-            changed = await writer.write(functools.partial(_change, caller, link_id, data, writer.dialect.name))
+            changed = await writer.write(functools.partial(write_change, caller, link_id, data, writer.dialect.name))
     except Taken:
         raise Conflict(f"slug '{data.get('slug')}' is already taken") from None
     if changed is None:
@@ -645,7 +708,7 @@ async def update_on_loop(rt: Runtime, caller: Caller, link_id: str, data: Any) -
 Changed = tuple[LinkRecord, str, int]
 
 
-async def _change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> Changed:
+async def write_change(caller: Caller, link_id: str, data: Any, dialect: str, run: Run) -> Changed:
     """The update's transaction: (the link as changed, its slug before, the account's new links version). Core on
     the tables, no ORM bookkeeping: `link` is never added to a session. On SQLite the row's write is also the
     version bump and the feed row (`_sqlite_set`)."""
@@ -665,9 +728,9 @@ def _changed(caller: Caller, found: Sequence[Any], data: Any) -> tuple[LinkRecor
     write). Refuses what the update may not do."""
     if not found:
         raise NotFound(NOT_FOUND)
-    link = LinkRecord(**dict(zip(COLUMNS, found[0], strict=True)))
+    link = lifecycle.typed(LinkRecord(**dict(zip(COLUMNS, found[0], strict=True))))
     old_slug = link.slug
-    body, sent = _checked_update(caller, data)
+    body, sent = check_update(caller, data)
     _apply_password(link, body, sent)
     for name, value in _new_values(body, sent - {"password"}).items():
         setattr(link, name, value)
@@ -675,7 +738,7 @@ def _changed(caller: Caller, found: Sequence[Any], data: Any) -> tuple[LinkRecor
     return link, old_slug, {"updated_at": link.updated_at, **{name: getattr(link, name) for name in CHANGEABLE}}
 
 
-def _checked_update(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]]:
+def check_update(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]]:
     """An update body, checked (what needs no stored row): it, and the fields it sets."""
     _guard_visibility(caller, data)
     body = parse(LinkUpdate, data)
@@ -689,7 +752,10 @@ def _checked_update(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]]:
 
 def _new_values(body: LinkUpdate, names: set[str]) -> dict[str, Any]:
     """The values the update stores for these fields (hashtags cleared with null are stored as an empty list)."""
-    return {name: [] if name == "hashtags" and body.hashtags is None else getattr(body, name) for name in names}
+    values = {name: [] if name == "hashtags" and body.hashtags is None else getattr(body, name) for name in names}
+    if values.get("preview") is not None:
+        values["preview"] = body.preview.model_dump(exclude_none=True) if body.preview else None
+    return values
 
 
 # Fields whose new values do not depend on the stored row: an update of only these is made on PostgreSQL's loop in
@@ -743,7 +809,7 @@ def _fields_alone(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]] | No
     if not isinstance(data, dict) or not data or not data.keys() <= SET_ALONE:
         return None
     try:
-        return _checked_update(caller, data)
+        return check_update(caller, data)
     except ServiceError:
         return None
 
@@ -769,7 +835,7 @@ async def _set_at_once(
 
 
 async def _change_at_once(writer: PgLoopWriter, caller: Caller, link_id: str, data: Any) -> Changed | None:
-    """`_change` on PostgreSQL in two round trips (`PgLoopWriter.write_locked`): the row read and locked, then the
+    """`write_change` on PostgreSQL in two round trips (`PgLoopWriter.write_locked`): the row read and locked, then the
     update, the version bump and the feed row in one statement, with the COMMIT. None: declined."""
     made: list[tuple[LinkRecord, str]] = []
 

@@ -21,6 +21,8 @@ from slugline.common.inputs import (
     properties,
     update_properties,
 )
+from slugline.links.bulk import BulkCreate
+from slugline.links.idempotency import KEY_PATTERN, MAX_KEY
 
 LINK_ID = {"type": "string", "description": "The link's id (lnk_...), as returned by list_links or create_link"}
 UPDATE_NOTE = " Send only the fields to change; null clears title, description, note or hashtags."
@@ -32,7 +34,26 @@ def _object(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 LIST_LINKS = object_schema(ListParams)
-CREATE_LINK = object_schema(LinkCreate)
+IDEMPOTENCY_KEY = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_KEY,
+    "pattern": KEY_PATTERN,
+    "description": "Names this request: a retry with the same key and arguments within 24 hours returns the first "
+    "answer instead of making a second link; the same key with other arguments is an error",
+}
+_LINK = object_schema(LinkCreate)
+CREATE_LINK = {**_LINK, "properties": {**_LINK["properties"], "idempotency_key": IDEMPOTENCY_KEY}}
+_CREATE_LINKS = object_schema(BulkCreate)
+_ONE = {**_LINK, "properties": {k: v for k, v in _LINK["properties"].items() if k != "auto_meta"}}
+CREATE_LINKS = {
+    **_CREATE_LINKS,
+    "properties": {
+        **_CREATE_LINKS["properties"],
+        "links": {**_CREATE_LINKS["properties"]["links"], "items": _ONE},
+        "idempotency_key": IDEMPOTENCY_KEY,
+    },
+}
 UPDATE_LINK = _object({"id": LINK_ID, **update_properties()}, ["id"])
 DELETE_LINK = _object({"id": LINK_ID}, ["id"])
 _ANALYTICS = object_schema(AnalyticsParams)

@@ -22,22 +22,23 @@ from slugline.common.inputs import LinkName
 from slugline.common.validation import parse, without_nulls
 from slugline.compat import without_sdk_tracing
 from slugline.fetch import analyze
-from slugline.links import qr
+from slugline.links import bulk, idempotency, qr
 from slugline.links import service as links
 from slugline.mcp import inputs, resources
 from slugline.mcp.context import principal
 from slugline.runtime import Runtime
 from slugline.search import service as search
+from slugline.web.request import client_ip
 
 Operation = Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any] | CallToolResult]]
 
 INSTRUCTIONS = (
     "Slugline manages this account's short links. Use list_links to find links (q filters, #tag by hashtag) or "
     "search_links for a ranked search with highlights, get_link for one link by id, slug or short URL, create_link "
-    "to shorten a URL, update_link / delete_link with a link's id, get_qr_code for its QR image, get_analytics for "
-    "click figures and get_link_clicks for a link's latest clicks; preview_url reads a web page's title, "
-    "description and image before you shorten it. A public-only key (get_me scope 'public') never sees private or "
-    "password links: they answer 'link not found'."
+    "to shorten a URL (create_links for many at once), update_link / delete_link with a link's id, get_qr_code "
+    "for its QR image, get_analytics for click figures and get_link_clicks for a link's latest clicks; preview_url "
+    "reads a web page's title, description and image before you shorten it. A public-only key (get_me scope "
+    "'public') never sees private or password links: they answer 'link not found'."
 )
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 FETCH = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
@@ -88,8 +89,32 @@ async def list_links(ctx: Context) -> outputs.LinkPage:
     return result
 
 
+def _once(
+    name: str, status: int, create: Callable[[Runtime, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
+) -> Operation:
+    """`create` under the arguments' idempotency_key (`links.idempotency`), as REST's Idempotency-Key header."""
+
+    async def run(rt: Runtime, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
+        key = arguments.pop("idempotency_key", None)
+        if key is not None and not isinstance(key, str):
+            raise Invalid("idempotency_key must be a string")
+        _, answer, _ = await idempotency.once(
+            rt, caller, key, name, arguments, status, lambda: create(rt, caller, arguments)
+        )
+        return answer
+
+    return run
+
+
 async def create_link(ctx: Context) -> outputs.NewLink:
-    result: outputs.NewLink = await _call(ctx, links.create_link)
+    result: outputs.NewLink = await _call(ctx, _once("create_link", 201, links.create_link))
+    return result
+
+
+async def create_links(ctx: Context) -> dict[str, Any]:
+    ip = client_ip(getattr(ctx.request_context.request, "scope", None) or {})  # a bulk call counts per item
+    made = _once("create_links", 200, lambda rt, caller, args: bulk.create_links(rt, caller, args, ip))
+    result: dict[str, Any] = await _call(ctx, made)
     return result
 
 
@@ -199,9 +224,21 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         CREATE,
         inputs.CREATE_LINK,
         "Shorten destination_url. Optional slug (else a random one), title, description, note, hashtags, visibility "
-        "(default public; 'password' needs password) and auto_meta. Returns the new link with its short_url (and, "
-        "when auto_meta could not read the page, meta_error saying why). A taken "
-        "slug is an error; a public-only key cannot create private or password links.",
+        "(default public; 'password' needs password), auto_meta and idempotency_key (a retry with the same key and "
+        "arguments within 24 hours returns the first answer instead of making a second link). Returns the new link "
+        "with its short_url (and, when auto_meta could not read the page, meta_error saying why). A taken slug is an "
+        "error; a public-only key cannot create private or password links.",
+    ),
+    (
+        create_links,
+        "Create many short links",
+        CREATE,
+        inputs.CREATE_LINKS,
+        f"Create up to {bulk.MAX_ITEMS} links in one call: `links` holds create_link's arguments for each (without "
+        "auto_meta). Returns results in the same order, each {index, status, link} (201) or {index, status, error} "
+        "(the error create_link would give), and the succeeded and failed counts. With atomic: true, all are made or "
+        "none: the first failure is the tool's error, naming its index. idempotency_key: a retry with the same key and "
+        "arguments within 24 hours returns the first answer. Counts as one request per link against the rate limit.",
     ),
     (
         update_link,

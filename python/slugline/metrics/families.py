@@ -9,11 +9,14 @@ from slugline.limits.buckets import RULES
 from slugline.oauth.tokens import SCOPES
 
 # As `redirects.layer` counts them: `hit` and `miss` are redirects answered from the link cache or after reading the
-# database; the password outcomes are those of password links.
+# database; the password outcomes are those of password links; `gone` an expired or used-up link's end, `card` the
+# preview page a link-preview crawler gets.
 REDIRECT_OUTCOMES = (
     "hit",
     "miss",
     "not_found",
+    "gone",
+    "card",
     "password_form",
     "unlocked",
     "wrong_password",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 from slugline import _core
@@ -25,10 +26,12 @@ from slugline.clicks.buffer import ClickRecorder
 from slugline.common.errors import RequestTimeout
 from slugline.common.tally import CacheStats
 from slugline.common.visibility import Visibility
+from slugline.links.lifecycle import take_click
 from slugline.redirects.accept import prefers_json
+from slugline.redirects.ends import GONE_HTML, GONE_JSON, GUARDED, Life, is_crawler
 from slugline.redirects.linkcache import Entry, LinkCache, Missing
 from slugline.redirects.unlock import Unlocker, form_page
-from slugline.redirects.urls import merge_query
+from slugline.redirects.urls import ascii_url, merge_query
 from slugline.runtime import Runtime
 from slugline.storage.db import unavailable
 from slugline.web import keepalive
@@ -49,6 +52,7 @@ PAGE_HEADERS = [
         b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
     ),
 ]
+CARD_HEADERS = [*NO_STORE, (b"content-security-policy", b"default-src 'none'; img-src *; frame-ancestors 'none'")]
 HTML = b"text/html; charset=utf-8"
 NOT_FOUND_HTML = (
     b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Link not found</title></head>'
@@ -157,6 +161,9 @@ class Redirects:
         self.clicks = clicks
         self.record = clicks.queue.record  # one call into Rust per click
         self.unlocker = Unlocker(rt)
+        self.db = rt.db
+        elsewhere = rt.settings.not_found_url
+        self.not_found_location = None if elsewhere is None else ascii_url(elsewhere).encode("ascii")
         # Counted in plain ints, which `slugline.metrics` reads once a second: no shared-memory write per redirect.
         self.fast_hits = 0  # redirects of the shortest path
         self.cache_hits = self.cache_misses = 0  # lookups of the other redirect requests
@@ -175,7 +182,9 @@ class Redirects:
             self.cache_hits += 1
         if entry is None or entry.visibility == Visibility.PRIVATE:
             self.tally("not_found")
-            await not_found(scope, send)
+            await not_found(scope, send, self.not_found_location)
+        elif entry.life is not None and await self.ended_or_card(entry, scope, send):
+            return
         elif entry.visibility == Visibility.PASSWORD:
             await self.protected(slug, entry, scope, receive, send)
         elif scope["method"] == "POST":
@@ -184,8 +193,7 @@ class Redirects:
                 scope, send, 405, b'{"error":"method not allowed"}', b"application/json", [(b"allow", b"GET, HEAD")]
             )
         else:
-            self.tally("hit" if cached else "miss")
-            await self.redirect(entry, scope, send)
+            await self.redirect(entry, scope, send, outcome="hit" if cached else "miss")
 
     async def fast(self, entry: Entry, scope: Scope, send: Any) -> None:
         """`redirect` for a cached public or unlisted link and a `GET` or `HEAD`: the hot path, kept to the bare
@@ -203,7 +211,17 @@ class Redirects:
         )
         await send(EMPTY_BODY)
 
-    async def redirect(self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = ()) -> None:
+    async def redirect(
+        self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = (), *, outcome: str
+    ) -> None:
+        """A 302, counted under `outcome`; or, for a link whose click limit is reached, its end (counted `gone`)."""
+        life = entry.life
+        if life is not None and life.max_clicks is not None and not await self.let_through(entry, life, scope):
+            self.tally("gone")
+            self.count(entry, scope)  # the refused visit is recorded all the same
+            await ended(life, scope, send)
+            return
+        self.tally(outcome)
         location = self.count(entry, scope)
         await send(
             {
@@ -213,6 +231,39 @@ class Redirects:
             }
         )
         await send(EMPTY_BODY)
+
+    async def ended_or_card(self, entry: Entry, scope: Scope, send: Any) -> bool:
+        """Answers an expired link (and records the visit), or a link-preview crawler asking for a link with a
+        card; False: neither, the link is served as usual."""
+        life = entry.life
+        assert life is not None
+        if life.expires is not None and time.time() >= life.expires:
+            self.tally("gone")
+            self.count(entry, scope)
+            await ended(life, scope, send)
+            return True
+        if (
+            life.card is not None
+            and entry.visibility == GUARDED  # a private or password link shows nothing
+            and scope["method"] != "POST"
+            and is_crawler(header(scope, b"user-agent"))
+        ):
+            self.tally("card")
+            self.count(entry, scope)
+            await respond(scope, send, 200, life.card, HTML, CARD_HEADERS)
+            return True
+        return False
+
+    async def let_through(self, entry: Entry, life: Life, scope: Scope) -> bool:
+        """Whether this visitor may go through a link with a click limit. A person takes one of its places, counted
+        in the database (exact across workers and hosts); a bot or a `HEAD` takes none, and goes through while the
+        limit was not reached when the entry was read."""
+        if (
+            scope["method"] == "HEAD"
+            or _core.classify_user_agent(header(scope, b"user-agent").decode("latin-1"))[0] == "bot"
+        ):
+            return not life.used_up
+        return await take_click(self.db, entry.link_id)
 
     def count(self, entry: Entry, scope: Scope) -> bytes:
         """The `Location` for this request; a click recorded unless it is a `HEAD`. Called before the response goes
@@ -238,8 +289,7 @@ class Redirects:
         query = scope["query_string"]
         if scope["method"] != "POST":
             if self.unlocker.is_unlocked(entry, header(scope, b"cookie", b"; ")):
-                self.tally("unlocked")
-                await self.redirect(entry, scope, send)
+                await self.redirect(entry, scope, send, outcome="unlocked")
             else:
                 self.tally("password_form")
                 await respond(scope, send, 200, form_page(slug, query), HTML, PAGE_HEADERS)
@@ -261,8 +311,7 @@ class Redirects:
             await respond(scope, send, 401, form_page(slug, query, "Wrong password. Try again."), HTML, PAGE_HEADERS)
             return
         cookie = self.unlocker.cookie(entry, slug, secure=scope.get("scheme") == "https")
-        self.tally("unlocked")
-        await self.redirect(entry, scope, send, ((b"set-cookie", cookie),))
+        await self.redirect(entry, scope, send, ((b"set-cookie", cookie),), outcome="unlocked")
 
 
 def header(scope: Scope, name: bytes, joiner: bytes = b", ") -> bytes:
@@ -270,11 +319,29 @@ def header(scope: Scope, name: bytes, joiner: bytes = b", ") -> bytes:
     return joiner.join(value for key, value in scope["headers"] if key == name)
 
 
-async def not_found(scope: Scope, send: Any) -> None:
-    if prefers_json(header(scope, b"accept")):
+async def not_found(scope: Scope, send: Any, elsewhere: bytes | None = None) -> None:
+    """404, or a 302 to `SLUGLINE_NOT_FOUND_URL` (`elsewhere`) when it is set."""
+    if elsewhere is not None:
+        await send(
+            {"type": "http.response.start", "status": 302, "headers": [(b"location", elsewhere), *REDIRECT_HEADERS]}
+        )
+        await send(EMPTY_BODY)
+    elif prefers_json(header(scope, b"accept")):
         await respond(scope, send, 404, NOT_FOUND_JSON, b"application/json", NO_STORE)
     else:
         await respond(scope, send, 404, NOT_FOUND_HTML, HTML, PAGE_HEADERS)
+
+
+async def ended(life: Life, scope: Scope, send: Any) -> None:
+    """An expired or used-up link: to its `expired_url`, else 410 Gone (a page for browsers, JSON otherwise)."""
+    if life.expired_location is not None:
+        headers = [(b"location", life.expired_location), *REDIRECT_HEADERS]
+        await send({"type": "http.response.start", "status": 302, "headers": headers})
+        await send(EMPTY_BODY)
+    elif prefers_json(header(scope, b"accept")):
+        await respond(scope, send, 410, GONE_JSON, b"application/json", NO_STORE)
+    else:
+        await respond(scope, send, 410, GONE_HTML, HTML, PAGE_HEADERS)
 
 
 async def respond(

@@ -25,12 +25,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import bindparam, select
 from sqlalchemy import exc as sa_exc
 
+from slugline.common.clock import as_utc
 from slugline.common.models import Link
+from slugline.common.visibility import Visibility
+from slugline.redirects.ends import GUARDED, Life, card_page
 from slugline.redirects.urls import ascii_url
 from slugline.storage.db import Database, unavailable
 
@@ -44,6 +48,7 @@ MAX_BYTES = 64 << 20  # the default budget (`Settings.link_cache_bytes`)
 # (tracemalloc: ~220 bytes, with room for the table's growth; `tests/test_link_cache.py` checks it covers them), and
 # up to two (slug, expiry) pairs of the eviction order (~90 bytes each).
 ENTRY_BYTES = 460
+LIFE_BYTES = 200  # a `Life` tuple, its float and int
 
 log = logging.getLogger("slugline.redirect")
 
@@ -54,6 +59,7 @@ class Entry(NamedTuple):
     visibility: str
     password_hash: str | None
     location: bytes  # the destination as a header value, ready to send
+    life: Life | None = None  # the link's end and card (`redirects.ends`), if it has any
 
 
 def _away(exc: BaseException) -> bool:
@@ -69,7 +75,18 @@ class Missing:
 MISSING = Missing()  # `peek` found nothing fresh; distinct from None, which is a cached "no such link"
 
 
-_COLUMNS = (Link.id, Link.destination_url, Link.visibility, Link.password_hash)
+_COLUMNS = (
+    Link.id,
+    Link.destination_url,
+    Link.visibility,
+    Link.password_hash,
+    Link.archived,
+    Link.expires_at,
+    Link.max_clicks,
+    Link.clicks_used,
+    Link.expired_url,
+    Link.preview,
+)
 _SELECT = select(*_COLUMNS).where(Link.slug == bindparam("slug"))
 _SELECT_MANY = select(Link.slug, *_COLUMNS).where(Link.slug.in_(bindparam("slugs", expanding=True)))
 
@@ -184,12 +201,12 @@ class LinkCache:
     def _select_many(self, slugs: list[str]) -> dict[str, Entry]:
         with self._db.engine.connect() as conn:
             rows = conn.execute(_SELECT_MANY, {"slugs": slugs}).all()
-        return {slug: _entry(link_id, to, seen, hashed) for slug, link_id, to, seen, hashed in rows}
+        return {row[0]: made for row in rows if (made := _entry(*row[1:])) is not None}
 
     def _select(self, slug: str) -> Entry | None:
         with self._db.engine.connect() as conn:
             row = conn.execute(_SELECT, {"slug": slug}).first()
-        return None if row is None else _entry(*row)
+        return None if row is None else _entry(*row)  # type: ignore[call-arg]
 
     def _store(self, slug: str, expires: float, entry: Entry | None, generation: int | None = None) -> None:
         """Keep the answer at the young end, making room within the budget from the old end (the expired first); an
@@ -241,8 +258,36 @@ def _cost(slug: str, entry: Entry | None) -> int:
     if entry is not None:
         strings = (entry.link_id, entry.destination, entry.visibility, entry.location, entry.password_hash)
         size += sum(map(sys.getsizeof, strings))
+        if entry.life is not None:
+            size += LIFE_BYTES + sum(map(sys.getsizeof, (entry.life.expired_location, entry.life.card)))
     return size
 
 
-def _entry(link_id: str, destination: str, visibility: str, password_hash: str | None) -> Entry:
-    return Entry(link_id, destination, visibility, password_hash, ascii_url(destination).encode("ascii"))
+def _entry(
+    link_id: str,
+    destination: str,
+    visibility: str,
+    password_hash: str | None,
+    archived: bool = False,
+    expires_at: datetime | None = None,
+    max_clicks: int | None = None,
+    clicks_used: int = 0,
+    expired_url: str | None = None,
+    preview: dict[str, str] | None = None,
+) -> Entry | None:
+    """The cached answer for a link's row (None for an archived link: to visitors it does not exist)."""
+    if archived:
+        return None
+    location = ascii_url(destination).encode("ascii")
+    if expires_at is None and max_clicks is None and not preview:
+        return Entry(link_id, destination, visibility, password_hash, location)
+    life = Life(
+        expires=None if expires_at is None else as_utc(expires_at).timestamp(),
+        max_clicks=max_clicks,
+        used_up=max_clicks is not None and (clicks_used or 0) >= max_clicks,
+        expired_location=None if expired_url is None else ascii_url(expired_url).encode("ascii"),
+        card=None if not preview else card_page(preview, destination),
+    )
+    if visibility in (Visibility.PUBLIC, Visibility.UNLISTED):
+        visibility = GUARDED  # off the shortest path, which knows nothing of ends
+    return Entry(link_id, destination, visibility, password_hash, location, life)

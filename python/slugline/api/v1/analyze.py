@@ -26,6 +26,7 @@ async def analyze_caller(request: Request, rt: RuntimeDep) -> None:
 
 @router.get(
     "/analyze",
+    operation_id="analyzeUrl",
     dependencies=[Depends(analyze_caller)],
     summary="Fetch a public page's title, description, image, favicon and redirects (key optional)",
 )

@@ -15,7 +15,9 @@ router = APIRouter(tags=["health"])
 READY_SECONDS = 3.0  # how long a readiness answer is reused: a probe every second costs one database read per 3 s
 
 
-@router.get("/health", summary="Liveness and database check (no auth); this worker's click buffer")
+@router.get(
+    "/health", operation_id="getHealth", summary="Liveness and database check (no auth); this worker's click buffer"
+)
 async def health(rt: RuntimeDep, request: Request) -> JSON:
     def ping() -> bool:
         try:
@@ -37,13 +39,18 @@ async def health(rt: RuntimeDep, request: Request) -> JSON:
     return JSON(body, status_code=200 if ok else 503)
 
 
-@router.get("/health/live", summary="Liveness probe: 200 whenever the process serves requests (no auth, no database)")
+@router.get(
+    "/health/live",
+    operation_id="getLiveness",
+    summary="Liveness probe: 200 whenever the process serves requests (no auth, no database)",
+)
 async def live() -> JSON:
     return JSON({"status": "ok"})
 
 
 @router.get(
     "/health/ready",
+    operation_id="getReadiness",
     summary="Readiness probe: 200 when the database answers and its schema is current, else 503 (no auth)",
 )
 async def ready(rt: RuntimeDep, request: Request) -> JSON:

@@ -4,10 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from slugline.api.deps import ApiCaller, JsonBody, RuntimeDep
+from slugline.api.deps import ApiCaller, IdempotencyKey, JsonBody, RuntimeDep, idempotency_json
 from slugline.api.openapi import body_schema
 from slugline.api.query import query_model, query_parameters
 from slugline.common.inputs import LinkCreate, LinkUpdate, ListParams
+from slugline.links import idempotency
 from slugline.links import service as links
 from slugline.web.responses import JSON
 
@@ -25,9 +26,17 @@ async def list_links(
     return JSON(await links.list_links(rt, caller, params))
 
 
-@router.post("", status_code=201, openapi_extra=body_schema(LinkCreate), summary="Create a link")
-async def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody) -> JSON:
-    return JSON(await links.create_link(rt, caller, body), status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    openapi_extra=body_schema(LinkCreate),
+    summary="Create a link (with an Idempotency-Key, a retry gets the first answer instead of a second link)",
+)
+async def create_link(rt: RuntimeDep, caller: ApiCaller, body: JsonBody, key: IdempotencyKey = None) -> JSON:
+    answer = await idempotency.once(
+        rt, caller, key, "create_link", body, 201, lambda: links.create_link(rt, caller, body)
+    )
+    return idempotency_json(answer)
 
 
 @router.get("/{link_id}", summary="Get one link")

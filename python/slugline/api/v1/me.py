@@ -9,6 +9,6 @@ from slugline.web.responses import JSON
 router = APIRouter(tags=["account"])
 
 
-@router.get("/me", summary="The authenticated account: username, plan, key scope")
+@router.get("/me", operation_id="getMe", summary="The authenticated account: username, plan, key scope")
 async def me(caller: AnyCaller) -> JSON:  # no I/O once the caller is known: no thread
     return JSON(accounts.me(caller))

@@ -10,6 +10,10 @@ from slugline.web.responses import JSON
 router = APIRouter(tags=["public"])
 
 
-@router.get("/public/{slug}", summary="What anyone may know of a short link (no auth); never the note")
+@router.get(
+    "/public/{slug}",
+    operation_id="getPublicLink",
+    summary="What anyone may know of a short link (no auth); never the note",
+)
 def public_link(rt: RuntimeDep, request: Request, slug: str) -> JSON:
     return JSON(public.public_link(rt, slug, request_base(request.scope, rt)))

@@ -13,6 +13,7 @@ router = APIRouter(prefix="/links", tags=["links"])
 
 @router.get(
     "/{link_id}/qr",
+    operation_id="getQrCode",
     openapi_extra=query_schema(QrParams),
     response_class=Response,
     responses={200: {"content": {"image/png": {}, "image/svg+xml": {}}}},

@@ -1,0 +1,182 @@
+"""An example request and answer for every operation of the OpenAPI document, keyed by operation id.
+
+Shown by the docs page and by generated clients' documentation; `tests/api/test_openapi.py` checks that every
+operation has one and that each validates against the schema it illustrates.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+HOST = "https://sl.example"
+CREATED = "2026-11-21T10:00:00Z"
+LINK: dict[str, Any] = {
+    "id": "lnk_4fQ8xZ2kLm9",
+    "slug": "rust-book",
+    "short_url": f"{HOST}/rust-book",
+    "destination_url": "https://doc.rust-lang.org/book/",
+    "title": "The Rust Book",
+    "description": "An introductory book about Rust",
+    "note": "for the onboarding page",
+    "hashtags": ["rust", "books"],
+    "visibility": "public",
+    "clicks": 42,
+    "created_at": CREATED,
+    "updated_at": CREATED,
+    "expires_at": None,
+    "max_clicks": None,
+    "expired_url": None,
+    "archived": False,
+    "preview": None,
+    "status": "active",
+}
+NEW_LINK = {**LINK, "clicks": 0}
+UPDATED = {**LINK, "title": "The Book", "hashtags": ["rust"], "updated_at": "2026-11-22T08:30:00Z"}
+PAGINATION = {"page": 1, "per": 20, "total": 1, "pages": 1}
+ACCOUNT = {"username": "alice", "plan": "developer", "created_at": CREATED}
+SESSION = {"account": ACCOUNT, "token": "svc_sess_" + "x" * 38, "expires_at": "2026-11-22T10:00:00Z"}
+KEY = {
+    "scope": "full",
+    "prefix": "svc_live_",
+    "last4": "Q2xT",
+    "created_at": CREATED,
+    "last_used_at": "2026-11-21T10:05:00Z",
+}
+ANALYTICS = {
+    "days": 2,
+    "from": "2026-11-20",
+    "to": "2026-11-21",
+    "interval": "day",
+    "source": None,
+    "device": None,
+    "browser": None,
+    "os": None,
+    "referrer": None,
+    "total_clicks": 42,
+    "unique_visitors": 30,
+    "clicks": [{"date": "2026-11-20", "clicks": 12}, {"date": "2026-11-21", "clicks": 30}],
+    "devices": [{"device": "desktop", "clicks": 30}, {"device": "mobile", "clicks": 12}],
+    "browsers": [{"browser": "firefox", "clicks": 25}, {"browser": "chrome", "clicks": 17}],
+    "operating_systems": [{"os": "linux", "clicks": 22}, {"os": "android", "clicks": 20}],
+    "sources": [{"source": "direct", "clicks": 30}, {"source": "qr", "clicks": 12}],
+    "referrers": [{"referrer": "news.ycombinator.com", "clicks": 8}],
+    "top_links": [{"id": LINK["id"], "slug": LINK["slug"], "title": LINK["title"], "clicks": 42}],
+}
+CSV = "clicked_at,link_id,slug,device,browser,os,source,referrer\n"
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256" viewBox="0 0 33 33">...</svg>'
+NDJSON = {
+    "exportClicks": '{"clicked_at": "2026-11-21T10:04:59Z", "link_id": "lnk_4fQ8xZ2kLm9", "device": "mobile"}\n',
+    "exportLinks": '{"id": "lnk_4fQ8xZ2kLm9", "slug": "rust-book", "destination_url": "https://doc.rust-lang.org/book/"}\n',
+}
+
+# operation id -> (request body or None, answer of the success status)
+EXAMPLES: dict[str, tuple[Any, Any]] = {
+    "getHealth": (None, {"status": "ok", "version": "0.2.0", "database": "ok", "clicks": {"pending": 0, "dropped": 0}}),
+    "getLiveness": (None, {"status": "ok"}),
+    "getReadiness": (None, {"status": "ok"}),
+    "register": ({"username": "alice", "password": "correct horse battery"}, SESSION),
+    "login": ({"username": "alice", "password": "correct horse battery"}, SESSION),
+    "logout": (None, {"logged_out": True}),
+    "getMe": (None, {"username": "alice", "plan": "developer", "scope": "full", "created_at": CREATED}),
+    "listKeys": (None, {"keys": [KEY]}),
+    "createKey": ({"scope": "full"}, {**KEY, "last_used_at": None, "key": "svc_live_" + "a" * 34 + "Q2xT"}),
+    "deleteKey": (None, {"deleted": True, "scope": "full"}),
+    "listLinks": (None, {"data": [LINK], "pagination": PAGINATION}),
+    "createLink": (
+        {
+            "destination_url": "https://doc.rust-lang.org/book/",
+            "slug": "rust-book",
+            "title": "The Rust Book",
+            "hashtags": ["rust", "books"],
+        },
+        NEW_LINK,
+    ),
+    "exportLinks": (None, "id,slug,short_url,destination_url,title\n"),
+    "createLinks": (
+        {"links": [{"destination_url": "https://doc.rust-lang.org/book/", "slug": "rust-book"}], "atomic": False},
+        {"results": [{"index": 0, "status": 201, "link": NEW_LINK}], "succeeded": 1, "failed": 0},
+    ),
+    "updateLinks": (
+        {"ids": [LINK["id"]], "change": {"hashtags": ["rust"]}},
+        {"results": [{"index": 0, "status": 200, "link": UPDATED}], "succeeded": 1, "failed": 0},
+    ),
+    "deleteLinks": (
+        {"ids": [LINK["id"]]},
+        {"results": [{"index": 0, "status": 200, "deleted": True, "id": LINK["id"]}], "succeeded": 1, "failed": 0},
+    ),
+    "getLink": (None, LINK),
+    "updateLink": ({"title": "The Book", "hashtags": ["rust"]}, UPDATED),
+    "deleteLink": (None, {"deleted": True, "id": LINK["id"]}),
+    "listClicks": (
+        None,
+        {
+            "data": [
+                {
+                    "clicked_at": "2026-11-21T10:04:59Z",
+                    "device": "mobile",
+                    "browser": "chrome",
+                    "os": "android",
+                    "source": "qr",
+                    "referrer": None,
+                }
+            ],
+            "pagination": PAGINATION,
+        },
+    ),
+    "getQrCode": (None, SVG),
+    "getLinkAnalytics": (None, ANALYTICS),
+    "exportLinkClicks": (None, CSV),
+    "exportClicks": (None, CSV),
+    "getAnalytics": (None, ANALYTICS),
+    "search": (
+        None,
+        {
+            "query": "rust",
+            "total": 1,
+            "hits": [{"link": LINK, "score": 3.5, "highlights": {"title": "The <mark>Rust</mark> Book"}}],
+        },
+    ),
+    "getPublicLink": (
+        None,
+        {key: LINK[key] for key in ("slug", "short_url", "destination_url", "title", "description", "hashtags")}
+        | {"visibility": "public", "created_at": CREATED},
+    ),
+    "analyzeUrl": (
+        None,
+        {
+            "url": "https://doc.rust-lang.org/book",
+            "final_url": "https://doc.rust-lang.org/book/",
+            "status": 200,
+            "content_type": "text/html",
+            "title": "The Rust Programming Language",
+            "description": "An introductory book about Rust",
+            "image": None,
+            "favicon": "https://doc.rust-lang.org/book/favicon.svg",
+            "site_name": None,
+            "redirects": ["https://doc.rust-lang.org/book/"],
+            "reachable": True,
+        },
+    ),
+}
+
+
+def attach(op: dict[str, Any], status: int) -> None:
+    """Put the operation's example on its request body and on each media type of its success answer (an image's
+    example is SVG text, a file's its first line)."""
+    found = EXAMPLES.get(op.get("operationId", ""))
+    if found is None:
+        return
+    request, answer = found
+    if request is not None and "requestBody" in op:
+        op["requestBody"]["content"]["application/json"]["example"] = request
+    success = op["responses"].get(str(status), {})
+    # A copy: an answer's description may be shared by operations and media types (see `operations.EXPORT`).
+    success["content"] = content_types = copy.deepcopy(success.get("content", {}))
+    for media_type, content in content_types.items():
+        if media_type == "image/png":
+            continue
+        if media_type == "application/x-ndjson":
+            content["example"] = NDJSON.get(op["operationId"], NDJSON["exportClicks"])
+        else:
+            content["example"] = answer

@@ -1,0 +1,133 @@
+"""`slugline links import`: what `GET /links/export` wrote comes back identically into an empty account; a second
+run changes nothing; a slug with another destination is a conflict, changed only with `overwrite`."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import update
+from starlette.testclient import TestClient
+
+from slugline.accounts import service as accounts
+from slugline.common.models import Link
+from slugline.links import importer
+from slugline.runtime import Runtime
+from tests.support.helpers import CHROME, LINKS, SQLITE_ONLY, Account, create
+
+EXPORT = f"{LINKS}/export"
+
+
+def variety(client: TestClient, who: Account) -> None:
+    create(client, who, slug="plain")
+    create(client, who, slug="formula", title="=HYPERLINK(x)", description="'quoted", note='a, b\n"c"\r\nd')
+    create(client, who, slug="tagged", hashtags=["news", "été"], title="-minus", visibility="unlisted")
+    create(client, who, slug="hidden", visibility="private", destination_url="https://example.com/p?q=1&r=2")
+    create(client, who, slug="locked", visibility="password", password="sesame-42", title="")
+    card = {"title": "=Card", "description": 'Seen, "quoted"', "image_url": "https://example.com/i.png"}
+    ends: dict[str, Any] = {
+        "expires_at": "2031-01-01T00:00:00Z",
+        "max_clicks": 5,
+        "expired_url": "https://example.com/gone",
+    }
+    made = create(client, who, slug="card", preview=card, **ends)
+    assert made.status_code == 201, made.text
+    shelved = create(client, who, slug="shelved").json()["id"]
+    assert client.put(f"{LINKS}/{shelved}", json={"archived": True}, headers=who.auth()).status_code == 200
+
+
+def export(client: TestClient, who: Account, fmt: str) -> bytes:
+    got = client.get(EXPORT, params={"format": fmt}, headers=who.auth())
+    assert got.status_code == 200, got.text
+    return got.content
+
+
+def run_import(rt: Runtime, name: str, data: bytes, fmt: str, **options: bool) -> dict[str, Any]:
+    lines = io.StringIO(data.decode(), newline="")
+    return importer.import_links(rt, accounts.operator(rt, name), lines, fmt, **options)
+
+
+def empty(client: TestClient, who: Account) -> None:
+    ids = [
+        link["id"]
+        for link in client.get(LINKS, params={"per": 100, "archived": "true"}, headers=who.auth()).json()["data"]
+    ]
+    ids += [link["id"] for link in client.get(LINKS, params={"per": 100}, headers=who.auth()).json()["data"]]
+    assert client.request("DELETE", f"{LINKS}/bulk", json={"ids": ids}, headers=who.auth()).status_code == 200
+
+
+@pytest.mark.parametrize("fmt", ["csv", "ndjson"])
+def test_export_then_import_into_an_empty_account_is_identical(
+    client: TestClient, runtime: Runtime, make_account: Any, fmt: str
+) -> None:
+    alice, bob = make_account("alice"), make_account("bob")
+    variety(client, alice)
+    with runtime.db.engine.begin() as conn:  # clicks counts travel with the links
+        conn.execute(update(Link).where(Link.slug == "plain").values(clicks=41))
+    written = export(client, alice, fmt)
+    empty(client, alice)  # the slugs and ids are free again: bob's import can keep them
+
+    report = run_import(runtime, "bob", written, fmt)
+    assert (report["created"], report["skipped"], report["conflicts"], report["errors"]) == (7, 0, 0, 0), report
+    assert export(client, bob, fmt) == written
+    assert client.get(LINKS, params={"q": "#news"}, headers=bob.auth()).json()["pagination"]["total"] == 1
+    assert client.get("/plain", headers={"user-agent": CHROME}, follow_redirects=False).status_code == 302
+    unlocked = client.post("/locked", data={"password": "sesame-42"}, follow_redirects=False)
+    assert unlocked.status_code in (302, 303), unlocked.text  # the password's hash came along
+
+    again = run_import(runtime, "bob", written, fmt)
+    assert (again["created"], again["skipped"], again["conflicts"]) == (0, 7, 0) and export(client, bob, fmt) == written
+
+
+def test_a_slug_with_another_destination_is_a_conflict_unless_overwritten(
+    client: TestClient, runtime: Runtime, alice: Account
+) -> None:
+    create(client, alice, slug="moved", destination_url="https://old.example.com/")
+    rows = [
+        {"slug": "moved", "destination_url": "https://new.example.com/", "title": "New"},
+        {"slug": "fresh", "destination_url": "https://example.com/fresh"},
+        {"slug": "fresh", "destination_url": "https://example.com/other"},
+        {"slug": "bad slug", "destination_url": "https://example.com/"},
+        {"slug": "nourl"},
+    ]
+    data = b"".join(orjson.dumps(row) + b"\n" for row in rows) + b"not json\n"
+    dry = run_import(runtime, "alice", data[: data.index(b"not json")], "ndjson", dry_run=True)
+    assert (dry["created"], dry["conflicts"], dry["errors"], dry["dry_run"]) == (1, 2, 2, True)
+    assert client.get(LINKS, headers=alice.auth()).json()["pagination"]["total"] == 1
+
+    report = run_import(runtime, "alice", data, "ndjson")
+    assert (report["created"], report["conflicts"], report["errors"]) == (1, 2, 3)
+    kinds = [(p["row"], p["kind"]) for p in report["problems"]]
+    assert kinds == [(4, "error"), (5, "error"), (6, "error"), (1, "conflict"), (3, "conflict")]
+    assert report["problems"][2]["message"].startswith("line 6: not JSON")
+    moved = client.get(LINKS, params={"q": "moved"}, headers=alice.auth()).json()["data"][0]
+    assert moved["destination_url"] == "https://old.example.com/"
+
+    report = run_import(runtime, "alice", data[: data.index(b"not json")], "ndjson", overwrite=True)
+    assert (report["overwritten"], report["skipped"], report["conflicts"]) == (2, 1, 0)  # the file wins, row by row
+    moved = client.get(LINKS, params={"q": "moved"}, headers=alice.auth()).json()["data"][0]
+    assert moved["destination_url"] == "https://new.example.com/" and moved["title"] == "New"
+
+
+def test_another_accounts_slug_is_never_overwritten(client: TestClient, runtime: Runtime, make_account: Any) -> None:
+    alice, bob = make_account("alice"), make_account("bob")
+    create(client, alice, slug="mine", destination_url="https://alice.example.com/")
+    data = orjson.dumps({"slug": "mine", "destination_url": "https://alice.example.com/"}) + b"\n"
+    report = run_import(runtime, "bob", data, "ndjson", overwrite=True)
+    assert (report["created"], report["skipped"], report["overwritten"], report["conflicts"]) == (0, 0, 0, 1)
+    assert client.get(LINKS, headers=bob.auth()).json()["pagination"]["total"] == 0
+
+
+@SQLITE_ONLY
+def test_batches_follow_one_another(
+    client: TestClient, runtime: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(importer, "BATCH", 3)
+    rows = [{"slug": f"b{n}", "destination_url": f"https://example.com/{n}"} for n in range(10)]
+    data = b"".join(orjson.dumps(row) + b"\n" for row in rows + rows[:2])
+    report = run_import(runtime, "alice", data, "ndjson")
+    assert (report["created"], report["skipped"]) == (10, 2)
+    assert client.get(LINKS, params={"q": "example"}, headers=alice.auth()).json()["pagination"]["total"] == 10
