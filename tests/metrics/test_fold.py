@@ -80,3 +80,17 @@ def test_clicks_written_and_their_flush_are_counted(make_client: ClientFactory) 
     assert found[("slugline_clicks_recorded_total", ())] == 5
     assert found[("slugline_clicks_pending", ())] == 0
     assert found[("slugline_click_flush_seconds_count", ())] >= 1
+
+
+@SQLITE_ONLY
+def test_a_used_up_link_counts_as_gone(make_client: ClientFactory) -> None:
+    client, rt = make_client(metrics_token=TOKEN)
+    auth = keyed(client, rt, "limited")
+    body = {"destination_url": "https://e.x/", "slug": "once", "max_clicks": 1}
+    assert client.post("/api/v1/links", json=body, headers=auth).status_code == 201
+    browser = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0 Safari/537.36"}
+    assert client.get("/once", headers=browser, follow_redirects=False).status_code == 302
+    assert client.get("/once", headers=browser, follow_redirects=False).status_code == 410
+    found = scrape(client)
+    assert outcome(found, "hit") + outcome(found, "miss") == 1
+    assert outcome(found, "gone") == 1
