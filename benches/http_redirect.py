@@ -1,7 +1,7 @@
 """HTTP load on redirects (click recording on): nginx `return 302`, a bare Granian ASGI app and `slugline serve`.
 
     python benches/http_redirect.py [--duration 10] [--rounds 3] [--workers 1] [--links 1]
-                                    [--database-url postgresql://…]
+                                    [--database-url postgresql://…] [--metrics]
 
 nginx is the machine's physical limit; the bare app (benches/bare_apps.py: a dict lookup, a 302 and a click tuple
 kept, under the same Granian, interface and event loop) is the ceiling of our own stack. wrk sends a browser's
@@ -16,6 +16,10 @@ difference is the click's share. Everything the click costs in Rust and the data
 The bare app's workers are read the same way over its own rounds, for the CPU a redirect costs with no Slugline.
 With `--database-url`, the CPU of every PostgreSQL server process on this machine over Slugline's rounds is
 printed per request too: the database's share of the clicks.
+
+With `--metrics` a second Slugline (its own SQLite file) runs with `SLUGLINE_METRICS_TOKEN` set and takes its turn in
+every round: the ratio of its req/s to the first one's is what metrics cost a redirect, and its /metrics is read at
+the end for the redirects it counted.
 """
 
 from __future__ import annotations
@@ -68,6 +72,9 @@ def main() -> int:
         help="JSON fields every link is made with, such as '{\"max_clicks\": 1000000000}' (a limited link) or "
         '\'{"expires_at": "2999-01-01T00:00:00Z"}\' (an expiring one)',
     )
+    parser.add_argument(
+        "--metrics", action="store_true", help="also run Slugline with SLUGLINE_METRICS_TOKEN set (its own database)"
+    )
     args = parser.parse_args()
     ensure_tools()
     paths = [f"/bench-{i}" for i in range(args.links)]
@@ -80,14 +87,16 @@ def main() -> int:
             "bare_apps:redirect", args.workers, tmp, {"BARE_REDIRECT_LINKS": str(args.links)}
         )
         server, base = start_slugline(tmp, args.workers, env)
+        servers = {"bare Granian": bare, "slugline": server}
+        urls = {"nginx": nginx_url, "bare Granian": bare_base, "slugline": base}
+        if args.metrics:
+            (tmp / "metrics").mkdir()
+            metrics_env = slugline_env(tmp / "metrics", None, SLUGLINE_METRICS_TOKEN=METRICS_TOKEN)
+            servers[WITH_METRICS], urls[WITH_METRICS] = start_slugline(tmp / "metrics", args.workers, metrics_env)
         try:
-            auth = pro_account(base, env)
-            with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
-                for i in range(args.links):
-                    body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}", **args.link_fields}
-                    client.post("/api/v1/links", json=body).raise_for_status()
-            urls = {"nginx": nginx_url, "bare Granian": bare_base, "slugline": base}
-            results, cpu, database_cpu = measure(urls, script, args, {"bare Granian": bare, "slugline": server})
+            for label in ("slugline", WITH_METRICS) if args.metrics else ("slugline",):
+                make_links(urls[label], metrics_env if label == WITH_METRICS else env, args.links, args.link_fields)
+            results, cpu, database_cpu = measure(urls, script, args, servers)
             before_head = worker_threads_cpu(server)
             head_script = lua_request("HEAD", BROWSER) + lua_paths(paths)
             head = wrk(urls["slugline"], args.duration, args.connections, args.threads, head_script)
@@ -96,6 +105,11 @@ def main() -> int:
         finally:
             stop(nginx, signal.SIGQUIT)
             stop(bare)
+            if args.metrics:
+                counted = scraped_redirects(urls[WITH_METRICS])
+                stop(servers[WITH_METRICS])
+                stored_there = count_clicks(metrics_env["SLUGLINE_DATABASE_URL"])
+                print(f"  {WITH_METRICS}: {counted} redirects counted in /metrics, {stored_there} clicks stored")
             stop(server)  # SIGTERM: the buffered clicks are flushed
         report(results, args)
         per_request = {
@@ -109,6 +123,12 @@ def main() -> int:
             f"{with_click[1]:.2f}; HEAD (no click) serving thread {without[0]:.2f}, other threads {without[1]:.2f}; "
             f"bare Granian GET serving thread {bare_cpu[0]:.2f}, other threads {bare_cpu[1]:.2f}"
         )
+        if args.metrics:
+            on = per_request[WITH_METRICS]
+            print(
+                f"  worker CPU per GET, µs, metrics on: serving thread {on[0]:.2f} ({on[0] / with_click[0]:.3f}x off), "
+                f"other threads {on[1]:.2f} ({on[1] / with_click[1]:.3f}x off)"
+            )
         if args.database_url:
             responses = sum(run.responses for run in results["slugline"])
             print(f"  PostgreSQL server CPU per GET (the click's write): {database_cpu / responses * 1e6:.2f} µs")
@@ -122,6 +142,24 @@ def main() -> int:
 
 
 Cpu = dict[tuple[int, int], float]
+WITH_METRICS = "slugline+metrics"
+METRICS_TOKEN = "bench-metrics-token-0123456789"
+
+
+def make_links(base: str, env: dict[str, str], links: int, fields: dict[str, object]) -> None:
+    auth = pro_account(base, env)
+    with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
+        for i in range(links):
+            body = {"destination_url": f"https://example.org/{i}", "slug": f"bench-{i}", **fields}
+            client.post("/api/v1/links", json=body).raise_for_status()
+
+
+def scraped_redirects(base: str) -> int:
+    """The redirects the metrics server's /metrics counts (every worker's, folded within a second)."""
+    time.sleep(1.2)
+    text = httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+    lines = [line for line in text.splitlines() if line.startswith("slugline_redirects_total")]
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in lines))
 
 
 def measure(
@@ -141,7 +179,7 @@ def measure(
             database_before = postgres_cpu() if label == "slugline" and args.database_url else 0.0
             results[label].append(wrk(url, args.duration, args.connections, args.threads, script))
             if server is not None:
-                if label == "slugline":
+                if label.startswith("slugline"):
                     time.sleep(1.2)  # the last clicks are flushed, and their CPU counted
                 after = worker_threads_cpu(server)
                 if label == "slugline" and args.database_url:
@@ -169,6 +207,11 @@ def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:
     )
     bare = med["bare Granian"]
     print(f"  slugline / bare Granian {mine.rps / bare.rps:.3f}x   (p99 {mine.p99_ms / bare.p99_ms:.2f}x)")
+    if WITH_METRICS in med:
+        on = med[WITH_METRICS]
+        print(f"  metrics on / off        {on.rps / mine.rps:.3f}x   (p99 {on.p99_ms / mine.p99_ms:.2f}x)")
+        ratios = [a.rps / b.rps for a, b in zip(results[WITH_METRICS], results["slugline"], strict=True)]
+        print(f"  metrics on / off by round: {', '.join(f'{r:.3f}' for r in ratios)}")
 
 
 def count_clicks(database_url: str) -> int:

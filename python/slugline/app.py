@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -121,8 +121,13 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
         app.state.runtime = rt
         # Threads that run requests' database work (see `Database.threads`).
         anyio.to_thread.current_default_thread_limiter().total_tokens = rt.db.threads
+        metrics = getattr(app.state, "metrics", None)  # `slugline.metrics.install`, when metrics are on
         try:
-            async with mcp.serve(rt), recording(rt) as app.state.clicks:  # flushed before the runtime closes
+            # The clicks are flushed before the runtime closes, and before the metrics' last fold.
+            async with mcp.serve(rt), metrics.running(rt) if metrics else nullcontext(), recording(rt) as clicks:
+                app.state.clicks = clicks
+                if metrics is not None:
+                    metrics.watch(clicks)
                 if runtime is None:
                     settle_heap()
                 yield
@@ -169,7 +174,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     settings = settings or get_settings()
     if settings.access_log:
         access_log.setLevel(logging.INFO)
-    app = RedirectLayer(create_api(settings, runtime), RequestLog(settings.access_log, settings.log_ips))
+    api = create_api(settings, runtime)
+    app = RedirectLayer(api, RequestLog(settings.access_log, settings.log_ips))
+    if settings.metrics_on():  # imported only then: prometheus-client reads its multiprocess setting at import
+        from slugline.metrics.install import install
+
+        install(api, app, app.requests, settings)
     if not settings.trusted_proxies:
         return app
     return behind_proxies(app, settings.trusted_proxies)

@@ -17,6 +17,7 @@ from slugline.settings import get_settings
 if TYPE_CHECKING:
     from slugline.common.caller import Caller
     from slugline.runtime import Runtime
+    from slugline.settings import Settings
 
 
 def _runtime() -> Runtime:
@@ -46,15 +47,37 @@ def _migrate() -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from granian import Granian
-    from granian.constants import Interfaces, Loops
-
-    from slugline.web.logs import announce, granian_options
+    from slugline.web.logs import announce
 
     settings = get_settings()
     if settings.sqlite_path() is not None:  # the embedded default migrates itself; other stores use `migrate`
         announce(settings, "slugline.migrate", _migrate())
     settings.secret()  # made once here, before the workers start, so they all read the same key
+    bind = settings.metrics_address()
+    with _metrics_dir(settings) as shared:
+        if bind is not None and shared is not None:
+            from slugline.metrics.exposition import serve_bind
+
+            serve_bind(*bind, shared)
+        _granian(args, settings)
+    return 0
+
+
+def _metrics_dir(settings: Settings) -> AbstractContextManager[str | None]:
+    """With metrics on, the workers' shared metric files go to a fresh private directory, removed at the end."""
+    if not settings.metrics_on():
+        return nullcontext()
+    from slugline.metrics.directory import private_dir  # sets the directory before prometheus-client is imported
+
+    return private_dir()
+
+
+def _granian(args: argparse.Namespace, settings: Settings) -> None:
+    from granian import Granian
+    from granian.constants import Interfaces, Loops
+
+    from slugline.web.logs import granian_options
+
     # uvloop's event loop carries ~25% more redirects per second than asyncio's on the same worker.
     loop = Loops.uvloop if importlib.util.find_spec("uvloop") else Loops.asyncio
     Granian(
@@ -69,7 +92,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         respawn_failed_workers=True,  # a worker that dies (OOM, kill -9) is replaced; the others keep answering
         **granian_options(settings),  # its own lines in SLUGLINE_LOG_FORMAT too
     ).serve()
-    return 0
 
 
 EXPORT_FILTERS = {  # what each filter of `slugline clicks export` takes

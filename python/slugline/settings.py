@@ -47,6 +47,12 @@ class Settings(BaseSettings):
     access_log: bool = False
     # Put clients' IP addresses in log lines (the access log, and the context of other lines in JSON).
     log_ips: bool = False
+    # Serves Prometheus metrics at GET /metrics to requests bearing `Authorization: Bearer <this token>`; unset (and
+    # no `metrics_bind`): no metrics, /metrics is 404.
+    metrics_token: str | None = None
+    # host:port where `slugline serve` answers metrics scrapes without a token, apart from the service's address
+    # (e.g. 127.0.0.1:9464); unset: only /metrics with `metrics_token`.
+    metrics_bind: str | None = None
     # The plan of a newly registered account (free has no API access; an admin raises it with `slugline set-plan`).
     default_plan: Plan = "free"
     # For tests only: lets the metadata fetcher reach loopback addresses.
@@ -105,6 +111,19 @@ class Settings(BaseSettings):
         if not self.database_url.startswith(prefix):
             return None
         return Path(self.database_url[len(prefix) :])
+
+    def metrics_on(self) -> bool:
+        return bool(self.metrics_token) or bool(self.metrics_bind)
+
+    def metrics_address(self) -> tuple[str, int] | None:
+        """`metrics_bind` as (host, port); RuntimeError (the CLI exits 2) when it is not host:port."""
+        if not self.metrics_bind:
+            return None
+        host, _, port = self.metrics_bind.rpartition(":")
+        host = host.strip("[]")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise RuntimeError(f"SLUGLINE_METRICS_BIND must be host:port, not {self.metrics_bind!r}")
+        return host, int(port)
 
     def fetch_port_set(self) -> frozenset[int]:
         try:

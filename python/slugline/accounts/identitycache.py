@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from slugline.common.bounded import BoundedCache
 from slugline.common.caller import Caller
+from slugline.common.tally import CacheStats
 
 TRUST_SECONDS = 0.5
 MAX_ENTRIES = 10_000
@@ -60,17 +61,25 @@ class IdentityCache:
         self._entries: BoundedCache[str, tuple[Caller, float]] = BoundedCache(max_entries=max_entries, lru=False)
         # digest -> (the 401's message, trusted until)
         self._refused: BoundedCache[str, tuple[str, float]] = BoundedCache(max_entries=max_entries, lru=False)
+        self.hits = self.misses = 0  # `get` runs on the event loop only: plain ints
 
     def get(self, digest: str, base_url: str) -> Caller | None:
         """The caller behind the token whose keyed hash is `digest`, if resolved here less than a trust period ago."""
         found = self._entries.get(digest)
         if found is None:
+            self.misses += 1
             return None
         caller, until = found
         if self._clock() >= until:
             self._entries.discard(digest, found)
+            self.misses += 1
             return None
+        self.hits += 1
         return caller if caller.base_url == base_url else replace(caller, base_url=base_url)
+
+    def stats(self) -> CacheStats:
+        """Lookups of resolved tokens (refusals apart); entries are a few hundred bytes each, not counted."""
+        return CacheStats(self.hits, self.misses, self._entries.evictions, None, len(self._entries))
 
     def ticket(self) -> Ticket:
         return Ticket(self._entries.epoch, self._clock())

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
+from time import perf_counter
 
 from slugline import _core
 from slugline.clicks.retention import Upkeep
@@ -68,6 +69,8 @@ class ClickRecorder:
         self._closing = False
         self._failures = 0  # consecutive failed writes of the batch at the head of the queue
         self._upkeep = Upkeep(rt.db, rt.settings.click_log_days)
+        self.written = 0  # clicks written to the database since the worker started
+        self.on_write: Callable[[float], None] | None = None  # given each batch write's seconds (`slugline.metrics`)
 
     def record(self, click: RawClick) -> None:
         """Keep one click given as a tuple (the redirect calls `queue.record` itself, then `notice`)."""
@@ -129,7 +132,10 @@ class ClickRecorder:
                 batch = self.queue.take(self._max)
                 left -= len(batch)
                 try:
+                    began = perf_counter()
                     written += await asyncio.to_thread(self._write, batch)
+                    if self.on_write is not None:
+                        self.on_write(perf_counter() - began)
                     self._release(batch)
                     self._failures = 0
                     continue
@@ -152,6 +158,7 @@ class ClickRecorder:
                 if outage:  # the database stopped answering: the rest waits, nothing more is dropped
                     break
                 self._failures = 0
+        self.written += written
         return written
 
     async def _make_moves(self) -> None:

@@ -58,6 +58,7 @@ class BoundedCache(Generic[K, V]):
         self._bytes = 0
         self._epoch = 0
         self._lock = threading.Lock()
+        self.evictions = 0  # entries pushed out to make room
 
     def get(self, key: K, accept: Callable[[V], bool] | None = None) -> V | None:
         """The value under `key`, or None; with `accept`, only a value it accepts (a refused one is neither returned
@@ -148,6 +149,7 @@ class BoundedCache(Generic[K, V]):
         data = cast("OrderedDict[K, V]", self._data)
         while len(data) > 1 and self._over(len(data), self._bytes):
             key, value = data.popitem(last=False)
+            self.evictions += 1
             self._bytes -= self._size(key, value) if self.max_bytes is not None else 0
 
     def _trim(self) -> None:
@@ -159,7 +161,9 @@ class BoundedCache(Generic[K, V]):
         at_least = 0 if self.max_entries is None else len(data) - (self.max_entries - self.max_entries // 10)
         at_most = len(data) - 1
         if self.max_bytes is None:
-            self._data = dict(itertools.islice(data.items(), min(max(at_least, 0), at_most), None))
+            drop = min(max(at_least, 0), at_most)
+            self._data = dict(itertools.islice(data.items(), drop, None))
+            self.evictions += drop
             return
         keep_bytes = self.max_bytes - self.max_bytes // 10
         drop, used = 0, self._bytes
@@ -170,3 +174,4 @@ class BoundedCache(Generic[K, V]):
             drop += 1
         self._data = dict(itertools.islice(data.items(), drop, None))
         self._bytes = used
+        self.evictions += drop

@@ -22,12 +22,15 @@ from selectolax.lexbor import LexborHTMLParser
 
 from slugline import __version__
 from slugline.common.bounds import MAX_DESCRIPTION, MAX_TITLE, MAX_URL
+from slugline.common.tally import Tally
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 USER_AGENT = f"Slugline/{__version__} (+link preview)"
 MAX_BYTES = 1 << 20  # of a page read for its metadata
 MAX_REDIRECTS = 5
+FETCHES = Tally()  # calls by outcome, read by `slugline.metrics`
+FETCH_OUTCOMES = ("ok", "error", "timeout", "unreachable", "refused")
 TIMEOUT = 5.0  # seconds for the whole fetch, redirects included
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
@@ -325,8 +328,14 @@ async def fetch_metadata(
     ssl_context: ssl.SSLContext | None = None,
     ports: Collection[int] = WEB_PORTS,
 ) -> PageMeta:
-    """Preview metadata of `url`. Raises UnsafeURLError for refused URLs; network trouble is in the result."""
-    target = parse_url(url)
+    """Preview metadata of `url`. Raises UnsafeURLError for refused URLs; network trouble is in the result. Each
+    call is counted in `FETCHES` by outcome: `ok`, `error` (an answer, but too many redirects or a bad location),
+    `timeout`, `unreachable` or `refused`."""
+    try:
+        target = parse_url(url)
+    except UnsafeURLError:
+        FETCHES.add("refused")
+        raise
     meta = PageMeta(url=url)
     try:
         async with asyncio.timeout(timeout):
@@ -334,6 +343,14 @@ async def fetch_metadata(
             await _follow(meta, target, opts)
     except TimeoutError:
         meta.reachable, meta.fetch_error = False, f"timed out after {timeout:g} s"
+        FETCHES.add("timeout")
+        return meta
     except (OSError, httpcore.NetworkError, httpcore.TimeoutException, httpcore.ProtocolError) as exc:
         meta.reachable, meta.fetch_error = False, _describe(exc)
+        FETCHES.add("unreachable")
+        return meta
+    except UnsafeURLError:
+        FETCHES.add("refused")
+        raise
+    FETCHES.add("ok" if meta.fetch_error is None else "error")
     return meta

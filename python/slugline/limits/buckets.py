@@ -20,7 +20,31 @@ from typing import Any, Protocol
 
 import redis.asyncio as redis
 
+from slugline.common.tally import Tally
+
 log = logging.getLogger("slugline")
+
+# Refusals by rule, read by `slugline.metrics`: the rule is the first part of the bucket's key (`limits.rules`).
+REFUSALS = Tally()
+RULES = {
+    "ip": "anonymous",
+    "account": "account",
+    "login": "login",
+    "argon2": "password_hashes",
+    "register": "register",
+    "fetches": "anonymous_fetches",
+    "unlock": "unlock",
+    "oauth": "oauth",
+    "fetch": "fetch_slots",  # concurrent auto_meta fetches of an account (`limits.gates`)
+    "query": "query_slots",  # concurrent expensive queries of an account
+}
+
+
+def refused(key: str) -> None:
+    """Count a refusal of the bucket `key` under its rule's name."""
+    prefix = key.split(":", 1)[0]
+    REFUSALS.add(RULES.get(prefix, prefix))
+
 
 # What one bucket of the in-process limiter costs besides its key: its table slot, its state (a tuple of three floats)
 # and two entries in the refill heap (tracemalloc over 100,000 buckets: 215 bytes with one entry, 303 with two).
@@ -115,6 +139,12 @@ class MemoryRateLimiter:
         return 2 * len(self._buckets) >= self._max_keys or 2 * self._bytes >= self._max_bytes
 
     async def hit(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> Decision:
+        decision = self._hit(key, per_minute, cost, period)
+        if not decision.allowed:
+            refused(key)
+        return decision
+
+    def _hit(self, key: str, per_minute: int, cost: int, period: float) -> Decision:
         _check(per_minute, cost, period)
         with self._lock:
             now = self._clock()
@@ -288,6 +318,8 @@ class RedisRateLimiter:
         _check(per_minute, cost, period)
         args = [per_minute, cost, round(period * 1_000_000)]
         allowed, tokens = await self._script(keys=[self._prefix + key], args=args)
+        if not allowed:
+            refused(key)
         return _decide(bool(allowed), float(tokens), per_minute, cost, period)
 
     async def give_back(self, key: str, per_minute: int, cost: int = 1, period: float = 60.0) -> None:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from slugline.common.caller import Caller
 from slugline.common.errors import Conflict, RateLimited
-from slugline.limits.buckets import Decision
+from slugline.limits.buckets import Decision, refused
 from slugline.limits.gates import Busy
 from slugline.runtime import Runtime
 
@@ -137,6 +137,7 @@ async def _password_hashes(rt: Runtime, ip: str, cost: int = 1) -> Decision:
     per_minute = rt.settings.rate_limit_password_hashes
     decision = await rt.limiter.hit(f"argon2:{address(rt, ip)}", per_minute, cost)
     if cost == 0 and decision.remaining < 1:  # the next token is at most one interval away
+        refused("argon2")
         return Decision(False, per_minute, 0, decision.reset, max(1, math.ceil(60 / per_minute)))
     return decision
 
@@ -210,6 +211,7 @@ async def _capped(rt: Runtime, key: str, cap: int, what: str) -> AsyncIterator[N
         async with rt.gates.hold(key, cap, rt.settings.busy_wait_seconds):
             yield
     except Busy:
+        refused(key)
         raise RateLimited(f"too many {what} under way for this account", BUSY_RETRY_AFTER) from None
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import CursorResult, delete, select, update
 
 from slugline.common.caller import Caller
 from slugline.common.clock import isoformat, utcnow
+from slugline.common.tally import Tally
 from slugline.oauth import clients
 from slugline.oauth.models import OAuthGrant, OAuthToken
 from slugline.oauth.tokens import (
@@ -30,6 +31,8 @@ from slugline.oauth.tokens import (
     well_formed,
 )
 from slugline.runtime import Runtime
+
+GRANTS = Tally()  # grants approved in this process, by scope (`slugline.metrics`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ def approve(rt: Runtime, caller: Caller, approval: Approval, redirect_host: str)
                 redirect_explicit=approval.redirect_explicit,
             )
         )
+    GRANTS.add(approval.scope)  # committed
     return code
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from slugline import _core
 from slugline.clicks.buffer import ClickRecorder
 from slugline.common.errors import RequestTimeout
+from slugline.common.tally import CacheStats
 from slugline.common.visibility import Visibility
 from slugline.links.lifecycle import take_click
 from slugline.redirects.accept import prefers_json
@@ -76,6 +77,7 @@ class RedirectLayer:
         self.requests = requests or RequestLog()
         self._redirects: Redirects | None = None
         self._shortest: Redirects | None = None  # `_redirects` once started, unless every request is to be logged
+        self.errors = 0  # answers of 500 or 503
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         redirects = self._shortest
@@ -116,6 +118,7 @@ class RedirectLayer:
             redirects = self._redirects or self._start()
             await redirects.serve(slug, scope, receive, tracked)
         except Exception as exc:
+            self.errors += 1
             if started:  # once a response has begun there is nothing more to send
                 log.exception("answering /%s failed", slug)
             elif unavailable(exc):  # a link not in the cache while the database is away: the visitor may retry
@@ -124,6 +127,24 @@ class RedirectLayer:
             else:
                 log.exception("answering /%s failed", slug)
                 await respond(scope, send, 500, INTERNAL_ERROR_JSON, b"application/json", NO_STORE)
+
+    def outcomes(self) -> dict[str, int]:
+        """Redirect requests answered by this worker so far, by outcome (`slugline.metrics`)."""
+        redirects = self._redirects
+        counts = {} if redirects is None else dict(redirects.outcomes)
+        counts["hit"] = counts.get("hit", 0) + (0 if redirects is None else redirects.fast_hits)
+        counts["error"] = self.errors
+        return counts
+
+    def cache_stats(self) -> CacheStats | None:
+        """The link cache's figures, once the first redirect has made it: a lookup of a redirect request answered
+        from it is a hit, one that read the database a miss."""
+        redirects = self._redirects
+        if redirects is None:
+            return None
+        cache = redirects.cache
+        hits = redirects.fast_hits + redirects.cache_hits
+        return CacheStats(hits, redirects.cache_misses, cache.evictions, cache.bytes, len(cache))
 
     def _start(self) -> Redirects:
         state = self.app.state
@@ -143,27 +164,41 @@ class Redirects:
         self.db = rt.db
         elsewhere = rt.settings.not_found_url
         self.not_found_location = None if elsewhere is None else ascii_url(elsewhere).encode("ascii")
+        # Counted in plain ints, which `slugline.metrics` reads once a second: no shared-memory write per redirect.
+        self.fast_hits = 0  # redirects of the shortest path
+        self.cache_hits = self.cache_misses = 0  # lookups of the other redirect requests
+        self.outcomes: dict[str, int] = {}  # the other redirect requests, by outcome
+
+    def tally(self, outcome: str) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
     async def serve(self, slug: str, scope: Scope, receive: Any, send: Any) -> None:
         entry = self.cache.peek(slug)
+        cached = not isinstance(entry, Missing)
         if isinstance(entry, Missing):
+            self.cache_misses += 1
             entry = await self.cache.load(slug)
+        else:
+            self.cache_hits += 1
         if entry is None or entry.visibility == Visibility.PRIVATE:
+            self.tally("not_found")
             await not_found(scope, send, self.not_found_location)
         elif entry.life is not None and await self.ended_or_card(entry, scope, send):
             return
         elif entry.visibility == Visibility.PASSWORD:
             await self.protected(slug, entry, scope, receive, send)
         elif scope["method"] == "POST":
+            self.tally("method_not_allowed")
             await respond(
                 scope, send, 405, b'{"error":"method not allowed"}', b"application/json", [(b"allow", b"GET, HEAD")]
             )
         else:
-            await self.redirect(entry, scope, send)
+            await self.redirect(entry, scope, send, outcome="hit" if cached else "miss")
 
     async def fast(self, entry: Entry, scope: Scope, send: Any) -> None:
         """`redirect` for a cached public or unlisted link and a `GET` or `HEAD`: the hot path, kept to the bare
         minimum."""
+        self.fast_hits += 1
         rid = (REQUEST_ID_HEADER, request_id(scope))
         try:
             location = self.count(entry, scope)
@@ -176,12 +211,17 @@ class Redirects:
         )
         await send(EMPTY_BODY)
 
-    async def redirect(self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = ()) -> None:
+    async def redirect(
+        self, entry: Entry, scope: Scope, send: Any, extra: tuple[Header, ...] = (), *, outcome: str
+    ) -> None:
+        """A 302, counted under `outcome`; or, for a link whose click limit is reached, its end (counted `gone`)."""
         life = entry.life
         if life is not None and life.max_clicks is not None and not await self.let_through(entry, life, scope):
+            self.tally("gone")
             self.count(entry, scope)  # the refused visit is recorded all the same
             await ended(life, scope, send)
             return
+        self.tally(outcome)
         location = self.count(entry, scope)
         await send(
             {
@@ -198,6 +238,7 @@ class Redirects:
         life = entry.life
         assert life is not None
         if life.expires is not None and time.time() >= life.expires:
+            self.tally("gone")
             self.count(entry, scope)
             await ended(life, scope, send)
             return True
@@ -207,6 +248,7 @@ class Redirects:
             and scope["method"] != "POST"
             and is_crawler(header(scope, b"user-agent"))
         ):
+            self.tally("card")
             self.count(entry, scope)
             await respond(scope, send, 200, life.card, HTML, CARD_HEADERS)
             return True
@@ -248,25 +290,29 @@ class Redirects:
         query = scope["query_string"]
         if scope["method"] != "POST":
             if self.unlocker.is_unlocked(entry, header(scope, b"cookie", b"; ")):
-                await self.redirect(entry, scope, send)
+                await self.redirect(entry, scope, send, outcome="unlocked")
             else:
+                self.tally("password_form")
                 await respond(scope, send, 200, form_page(slug, query), HTML, PAGE_HEADERS)
             return
         decision = await self.unlocker.attempt(entry, client_ip(scope))
         if not decision.allowed:
+            self.tally("password_limited")
             page = form_page(slug, query, f"Too many attempts. Try again in {decision.retry_after} seconds.")
             await respond(scope, send, 429, page, HTML, [*PAGE_HEADERS, (b"retry-after", b"%d" % decision.retry_after)])
             return
         try:
             form = await self.unlocker.form(receive)
         except RequestTimeout as exc:
+            self.tally("password_timeout")
             await respond(scope, send, 408, form_page(slug, query, exc.message), HTML, PAGE_HEADERS)
             return
         if not await self.unlocker.check(entry, (form or {}).get("password", [""])[0]):
+            self.tally("wrong_password")
             await respond(scope, send, 401, form_page(slug, query, "Wrong password. Try again."), HTML, PAGE_HEADERS)
             return
         cookie = self.unlocker.cookie(entry, slug, secure=scope.get("scheme") == "https")
-        await self.redirect(entry, scope, send, ((b"set-cookie", cookie),))
+        await self.redirect(entry, scope, send, ((b"set-cookie", cookie),), outcome="unlocked")
 
 
 def header(scope: Scope, name: bytes, joiner: bytes = b", ") -> bytes:

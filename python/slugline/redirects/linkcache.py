@@ -113,6 +113,7 @@ class LinkCache:
         # more than a plain dict's.
         self._order: deque[tuple[str, float]] = deque()
         self._bytes = 0
+        self.evictions = 0  # entries pushed out to make room (`slugline.metrics`)
         self._lock = threading.RLock()  # `invalidate` runs in other threads: the byte count must not drift
         self._loading: dict[str, asyncio.Task[Entry | None]] = {}
         self._counter = itertools.count(1)
@@ -234,6 +235,7 @@ class LinkCache:
             if hit is not None and hit[0] == expires:
                 del self._entries[slug]
                 self._bytes -= _cost(slug, hit[1])
+                self.evictions += 1
                 return
 
     def _drop(self, slug: str) -> None:

@@ -18,6 +18,7 @@ from slugline._core import SearchIndex
 from slugline.common.clock import epoch_micros
 from slugline.common.errors import RateLimited
 from slugline.common.models import Account, Link, LinkRecord
+from slugline.common.tally import CacheStats
 from slugline.common.visibility import PUBLIC_LEVELS
 from slugline.search import feed as searchfeed
 from slugline.search.queries import Query
@@ -111,6 +112,7 @@ class SearchCache:
         self.builds = 0  # full loads so far (tests and benchmarks watch it)
         self.scans = 0  # queries answered by a scan
         self.slices = 0  # slices those scans read
+        self.hits = self.misses = self.evictions = 0  # `stats`
         # Accounts whose index outgrew the budget, with when (a bounded number, least recent first out).
         self._oversized: OrderedDict[int, float] = OrderedDict()
         self._builds = threading.BoundedSemaphore(BUILDS)
@@ -120,13 +122,22 @@ class SearchCache:
     def held_bytes(self) -> int:
         return self._bytes
 
+    def stats(self) -> CacheStats:
+        """A search answered from an index held up to date is a hit; one that had to catch up, build or scan a miss."""
+        return CacheStats(self.hits, self.misses, self.evictions, self._bytes, len(self._entries))
+
     def use(self, session: Session | Connection, account_id: int, query: Query[T]) -> T:
         """Answer `query` from the account's index, brought up to the account's current version first; or, for an
         account whose index does not fit the budget, by a scan (`_slices`) that holds a slice's index at a time."""
         version = session.scalar(select(Account.links_version).where(Account.id == account_id)) or 0
         entry = self._get(account_id)
         if entry is None or entry.version < version:
+            with self._lock:  # searches run in several threads at once
+                self.misses += 1
             entry = self._refresh(session, account_id, version)
+        else:
+            with self._lock:
+                self.hits += 1
         if entry is None:
             return self._scan(session, account_id, query)
         return query.run(entry.index)
@@ -301,6 +312,7 @@ class SearchCache:
         while self._bytes > self.budget_bytes and self._entries:
             _, old = self._entries.popitem(last=False)
             self._bytes -= old.bytes
+            self.evictions += 1
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:

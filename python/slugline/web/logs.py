@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from random import getrandbits
@@ -179,10 +180,11 @@ class RequestLog:
     the request as the context of what is logged meanwhile, and with `access` one line per request on
     `slugline.access` once it is answered."""
 
-    __slots__ = ("access", "ips")
+    __slots__ = ("access", "ips", "observe")
 
     def __init__(self, access: bool = False, ips: bool = False) -> None:
         self.access, self.ips = access, ips
+        self.observe: Callable[[dict[str, Any]], None] | None = None  # given each answered request (metrics)
 
     async def __call__(self, app: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
         rid = scope[REQUEST_ID_KEY] = request_id(scope)
@@ -203,6 +205,8 @@ class RequestLog:
         finally:
             if self.access:
                 log_access(scope, self.ips)
+            if self.observe is not None:
+                self.observe(scope)
             _current.reset(token)
 
 
