@@ -162,13 +162,33 @@ ImageUrl = Annotated[
     _url_schema(f"The card's image: an absolute http(s) URL, at most {MAX_URL} characters"),
     AfterValidator(lambda url: check_destination(url, "preview.image_url")),
 ]
+
+
+def _moment_text(value: Any) -> Any:
+    """A moment is sent as ISO 8601 text, as the schema says: a number (which pydantic would read as seconds since
+    1970) is refused."""
+    if not isinstance(value, (str, datetime)):
+        raise ValueError("must be an ISO 8601 date-time, e.g. 2030-01-31T18:00:00Z")
+    return value
+
+
 ExpiresAt = Annotated[
     datetime,
+    BeforeValidator(_moment_text),
     Field(
         description="When the link stops redirecting (ISO 8601; UTC if no offset is given); null clears it",
     ),
     AfterValidator(check_expiry),
 ]
+
+
+def _whole(value: Any) -> Any:
+    """A JSON number with no fraction (2000.0) is a whole number, as JSON Schema's `integer` says; true is not."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 MaxClicks = Annotated[
     int,
     Field(
@@ -178,6 +198,7 @@ MaxClicks = Annotated[
         description="How many visitors the link lets through (bots do not count); later ones get the expired "
         "answer; null clears the limit",
     ),
+    BeforeValidator(_whole),
 ]
 Archived = Annotated[
     bool,
@@ -207,11 +228,8 @@ class Preview(BaseModel):
             raise ValueError(f"preview.{info.field_name} must not contain NUL characters")
         return value
 
-    @model_validator(mode="after")
-    def _something(self) -> Preview:
-        if self.title is None and self.description is None and self.image_url is None:
-            raise ValueError("preview needs at least one of title, description or image_url")
-        return self
+    def is_empty(self) -> bool:
+        return self.title is None and self.description is None and self.image_url is None
 
 
 Slug = Annotated[
@@ -292,8 +310,15 @@ class LinkUpdate(_Strict):
     preview: Preview | None = Field(
         default=None,
         description="The card link-preview crawlers get instead of the redirect (Open Graph and Twitter Card tags); "
-        "without it they are redirected like everyone else; null clears it",
+        "without it they are redirected like everyone else; null, or a card without title, description and "
+        "image_url, clears it",
     )
+
+    @field_validator("preview", mode="after")
+    @classmethod
+    def _no_empty_card(cls, preview: Preview | None) -> Preview | None:
+        """A card with nothing on it is no card: stored and answered as null, so crawlers are redirected."""
+        return None if preview is not None and preview.is_empty() else preview
 
 
 class LinkCreate(LinkUpdate):
