@@ -38,8 +38,8 @@ async def test_resources_and_prompts_answer_as_the_tools_do(start_server: Server
     auth = {"Authorization": f"Bearer {keys.full}"}
     async with httpx.AsyncClient(base_url=f"{server.url}/api/v1", headers=auth) as rest:
         made = []
-        for i in range(3):
-            body = {"destination_url": f"https://example.org/{i}", "title": f"Item {i}"}
+        for name in ("alpha", "bravo", "charlie"):
+            body = {"destination_url": f"https://example.org/{name}", "title": f"Item {name}"}
             answer = await rest.post("/links", json=body)
             assert answer.status_code == 201, answer.text
             made.append(answer.json())
@@ -59,7 +59,7 @@ async def test_resources_and_prompts_answer_as_the_tools_do(start_server: Server
                 page = await _read(client, "slugline://links")
                 assert page == (await rest.get("/links", params={"per": 100})).json()
                 assert [link["id"] for link in page["data"]] == [link["id"] for link in reversed(made)]
-                found = await _read(client, "slugline://links?q=item%201")
+                found = await _read(client, "slugline://links?q=item%20bravo")
                 assert [link["id"] for link in found["data"]] == [made[1]["id"]]
                 assert (await _read(client, "slugline://links?page=2"))["data"] == []
                 with pytest.raises(MCPError) as missing:

@@ -49,6 +49,16 @@ def test_fields_round_trip_on_create_get_update_and_list(client: TestClient, ali
     assert body["expired_url"] == "https://example.com/over"
 
 
+def test_a_whole_number_is_a_limit_and_an_empty_card_is_none(client: TestClient, alice: Account) -> None:
+    made = create(client, alice, max_clicks=2000.0, preview={}, title="plain")
+    assert made.status_code == 201, made.text
+    assert (made.json()["max_clicks"], made.json()["preview"]) == (2000, None)
+    carded = create(client, alice, preview={"title": "Sale"}).json()
+    cleared = client.put(f"{LINKS}/{carded['id']}", json={"preview": {"title": None}}, headers=alice.auth())
+    assert cleared.status_code == 200, cleared.text
+    assert cleared.json()["preview"] is None
+
+
 def test_a_plain_link_answers_the_defaults(client: TestClient, alice: Account) -> None:
     link = create(client, alice).json()
     assert {key: link[key] for key in ("expires_at", "max_clicks", "expired_url", "archived", "preview", "status")} == {
@@ -73,7 +83,9 @@ def test_a_plain_link_answers_the_defaults(client: TestClient, alice: Account) -
         ({"preview": {"title": "x" * 256}}, "preview"),
         ({"preview": {"image_url": "javascript:alert(1)"}}, "image_url"),
         ({"preview": {"colour": "red"}}, "colour"),
-        ({"preview": {}}, "preview"),
+        ({"expires_at": 0}, "expires_at"),  # a number is not an ISO 8601 moment (pydantic would read 1970)
+        ({"max_clicks": 2.5}, "max_clicks"),
+        ({"max_clicks": True}, "max_clicks"),
     ],
 )
 def test_bad_lifecycle_values_are_refused(client: TestClient, alice: Account, body: dict[str, Any], named: str) -> None:
