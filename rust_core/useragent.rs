@@ -32,6 +32,42 @@ const BOTS: &[(&str, &str)] = &[
     ("lighthouse", "Other"),
 ];
 
+/// Link-preview crawlers: the agents that fetch a pasted URL to draw its card in a chat or feed, matched as
+/// case-insensitive (ASCII) substrings of the User-Agent. Search engines' crawlers are not here: they follow the
+/// redirect. Most are also in `BOTS` (their clicks are not counted); this list only picks who gets a link's card.
+const PREVIEW_CRAWLERS: &[&[u8]] = &[
+    b"slackbot",
+    b"slack-imgproxy",
+    b"facebookexternalhit",
+    b"facebookcatalog",
+    b"meta-externalagent",
+    b"twitterbot",
+    b"linkedinbot",
+    b"discordbot",
+    b"whatsapp",
+    b"telegrambot",
+    b"skypeuripreview",
+    b"microsoftpreview",
+    b"pinterestbot",
+    b"redditbot",
+    b"embedly",
+    b"iframely",
+    b"mastodon",
+    b"bitlybot",
+    b"vkshare",
+    b"viber",
+    b"mattermost",
+    b"rocket.chat",
+];
+
+/// Whether the User-Agent (the header's raw bytes) is a link-preview crawler's.
+pub fn is_preview_crawler(ua: &[u8]) -> bool {
+    let lower = ua.to_ascii_lowercase();
+    PREVIEW_CRAWLERS
+        .iter()
+        .any(|needle| lower.windows(needle.len()).any(|window| window == *needle))
+}
+
 /// Matched case-sensitively, in order: the first rule with any matching token wins.
 const BROWSERS: &[(&[&str], &str)] = &[
     (&["SamsungBrowser/"], "Samsung Internet"),
@@ -133,6 +169,32 @@ pub fn classify_user_agent(ua: &str) -> Agent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preview_crawlers_are_told_from_browsers_and_search_engines() {
+        for ua in [
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+            "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
+            "TelegramBot (like TwitterBot)",
+            "WhatsApp/2.23.20.0 A",
+            "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
+        ] {
+            assert!(is_preview_crawler(ua.as_bytes()), "{ua}");
+        }
+        for ua in [
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36",
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            "",
+            "slack",
+        ] {
+            assert!(!is_preview_crawler(ua.as_bytes()), "{ua}");
+        }
+        assert!(
+            is_preview_crawler(b"\xffSLACKBOT\xfe"),
+            "bytes that are not UTF-8 are read as they are"
+        );
+    }
 
     fn classify(ua: &str) -> (&'static str, &'static str, &'static str) {
         let agent = classify_user_agent(ua);

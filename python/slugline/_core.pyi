@@ -32,6 +32,7 @@ __all__ = [
     "generate_slug",
     "hash_key",
     "hash_password",
+    "is_preview_crawler",
     "key_kind",
     "keyed_hash",
     "link_json_rows",
@@ -210,6 +211,10 @@ class SearchIndex:
 
 def classify_user_agent(user_agent: str) -> tuple[_Device, str, str]:
     """``(device, browser, os)``; device is one of ``desktop``, ``mobile``, ``tablet``, ``bot``, ``other``."""
+
+def is_preview_crawler(user_agent: bytes | None) -> bool:
+    """Whether a User-Agent header's raw bytes are a link-preview crawler's (Slackbot, facebookexternalhit,
+    Twitterbot, LinkedInBot, Discordbot, WhatsApp, TelegramBot, ...): case-insensitive substrings; None is no header."""
 
 def referrer_host(referrer: str | None) -> str | None:
     """Host of an absolute http(s) referrer, lowercased, without port or a leading ``www.``/``m.``; else None."""

@@ -240,6 +240,13 @@ fn classify_user_agent(user_agent: &str) -> PyResult<(&'static str, &'static str
     })
 }
 
+/// Whether a User-Agent header's raw bytes (None: no header) are a link-preview crawler's.
+#[pyfunction]
+#[pyo3(signature = (user_agent))]
+fn is_preview_crawler(user_agent: Option<&[u8]>) -> PyResult<bool> {
+    guard(|| Ok(user_agent.is_some_and(useragent::is_preview_crawler)))
+}
+
 #[pyfunction]
 fn referrer_host(referrer: Option<&str>) -> PyResult<Option<String>> {
     guard(|| Ok(referrer::referrer_host(referrer)))
@@ -282,8 +289,8 @@ mod _core {
     #[pymodule_export]
     use super::{
         classify_source, classify_user_agent, generate_key, generate_link_id, generate_slug, hash_key, hash_password,
-        key_kind, keyed_hash, link_json_rows, normalize, referrer_host, slug_error, verify_key, verify_password,
-        CoreError, CorePanic,
+        is_preview_crawler, key_kind, keyed_hash, link_json_rows, normalize, referrer_host, slug_error, verify_key,
+        verify_password, CoreError, CorePanic,
     };
 
     #[cfg(feature = "testing")]

@@ -235,3 +235,10 @@ def test_click_rows_come_one_parameter_list_at_a_time_without_the_links_left_out
     assert [len(chunk) // 8 for chunk in kept] == [5, 3]
     assert {chunk[i] for chunk in kept for i in range(0, len(chunk), 8)} == {"lnk_1"}
     assert list(encoded.values({"lnk_9"}, 5)) == []
+
+
+def test_preview_crawlers_are_read_from_the_header_bytes() -> None:
+    assert _core.is_preview_crawler(b"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)")
+    assert _core.is_preview_crawler(b"\xffTWITTERBOT/1.0\xfe"), "bytes that are not UTF-8 are read as they are"
+    assert not _core.is_preview_crawler(b"Mozilla/5.0 (compatible; Googlebot/2.1)"), "search engines follow"
+    assert not _core.is_preview_crawler(None) and not _core.is_preview_crawler(b"")

@@ -11,39 +11,14 @@ from __future__ import annotations
 import html
 from typing import NamedTuple
 
+from slugline import _core
+
 GUARDED = "guarded"  # a public or unlisted link with a lifecycle: served by `Redirects.serve`, never the shortest path
 GONE_JSON = b'{"error":"this link has expired"}'
 GONE_HTML = (
     b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">'
     b"<title>Link expired</title></head><body><main><h1>Link expired</h1><p>This short link has expired or reached "
     b"its limit of visits.</p></main></body></html>\n"
-)
-
-# Link-preview crawlers: the agents that fetch a pasted URL to draw its card in a chat or feed. Matched as
-# case-insensitive substrings of the User-Agent. Search engines' crawlers are not here: they follow the redirect.
-CRAWLERS = (
-    "slackbot",
-    "slack-imgproxy",
-    "facebookexternalhit",
-    "facebookcatalog",
-    "meta-externalagent",
-    "twitterbot",
-    "linkedinbot",
-    "discordbot",
-    "whatsapp",
-    "telegrambot",
-    "skypeuripreview",
-    "microsoftpreview",
-    "pinterestbot",
-    "redditbot",
-    "embedly",
-    "iframely",
-    "mastodon",
-    "bitlybot",
-    "vkshare",
-    "viber",
-    "mattermost",
-    "rocket.chat",
 )
 
 
@@ -55,9 +30,10 @@ class Life(NamedTuple):
     card: bytes | None  # the page crawlers get, when the link has a preview
 
 
-def is_crawler(agent: bytes) -> bool:
-    text = agent.decode("latin-1").lower()
-    return any(name in text for name in CRAWLERS)
+def is_crawler(agent: bytes | None) -> bool:
+    """Whether the User-Agent is a link-preview crawler's: the list lives in the Rust core beside the bot list
+    (`useragent::PREVIEW_CRAWLERS`)."""
+    return _core.is_preview_crawler(agent)
 
 
 def card_page(preview: dict[str, str], destination: str) -> bytes:
