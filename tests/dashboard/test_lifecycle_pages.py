@@ -51,3 +51,22 @@ def test_form_errors_name_the_lifecycle_fields(owner: TestClient) -> None:
     assert res.status_code == 422 and 'id="e-max_clicks"' in res.text
     res = owner.post("/app/links/new", data={**base, "expired_url": "ftp://x"})
     assert res.status_code == 422 and 'id="e-expired_url">expired_url must be' in res.text
+
+
+@SQLITE_ONLY
+def test_the_list_filters_by_status_and_shows_it(owner: TestClient) -> None:
+    new_link(owner, destination_url="https://example.com/on", slug="still-on")
+    new_link(owner, destination_url="https://example.com/over", slug="long-over", expires_at="2001-01-01T00:00")
+    new_link(owner, destination_url="https://example.com/away", slug="put-away", archived="1")
+
+    def listed(status: str | None = None) -> str:
+        return owner.get("/app/links", params={"status": status} if status is not None else {}).text
+
+    default = listed()
+    assert "still-on" in default and "long-over" in default and "put-away" not in default
+    assert '<span class="badge">expired</span>' in default and '<option value="" selected>' in default
+    assert "long-over" in listed("expired") and "still-on" not in listed("expired")
+    archived = listed("archived")
+    assert "put-away" in archived and "still-on" not in archived
+    assert '<option value="archived" selected>' in archived
+    assert "still-on" in listed("active") and "long-over" not in listed("active")
