@@ -31,6 +31,9 @@ Timestamp = DateTime(timezone=True)
 
 class Account(Base):
     __tablename__ = "accounts"
+    # An id is never given again once its account is deleted (migration 0014; a PostgreSQL sequence never goes
+    # back): per-worker caches keyed by account id would otherwise answer a new account with a deleted one's links.
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     username: Mapped[str] = mapped_column(String(MAX_USERNAME), unique=True)
