@@ -210,3 +210,17 @@ def test_links_purge(slugline: Any, client: TestClient, alice: Account) -> None:
     assert client.get(f"{LINKS}/{kept['id']}", headers=alice.auth()).status_code == 200
     code, out, _ = slugline("links", "purge", "--expired-before", "2021-01-01")
     assert code == 0 and out.startswith("purged 0 link(s)")
+
+
+def test_accounts_delete(slugline: Any, client: TestClient, alice: Account) -> None:
+    assert client.post(LINKS, json={"destination_url": "https://example.com/a"}, headers=alice.auth()).is_success
+    code, _, err = slugline("accounts", "delete", "alice")  # no --yes, and no terminal to ask at
+    assert code == 2 and "--yes" in err
+    assert client.get(LINKS, headers=alice.auth()).is_success, "nothing was deleted"
+    code, out, _ = slugline("accounts", "delete", "Alice", "--yes", "--batch", "1")
+    assert code == 0 and out == "deleted account alice with 1 link(s) and 0 click(s)\n"
+    assert _soon(lambda: client.get(LINKS, headers=alice.auth()).status_code == 401)
+    code, _, err = slugline("accounts", "delete", "alice", "--yes", "--json")
+    assert code == 1 and err == "error: no account named 'alice'\n"
+    code, _, err = slugline("accounts", "delete", "alice", "--yes", "--batch", "0")
+    assert code == 2 and "positive" in err

@@ -126,6 +126,29 @@ def accounts_reset_password(rt: Runtime, args: argparse.Namespace) -> Any:
     return {"username": args.name.lower(), "password_reset": True}
 
 
+def accounts_delete(rt: Runtime, args: argparse.Namespace) -> Any:
+    from slugline.accounts import deletion
+
+    return deletion.delete_account(rt, args.name, links=args.batch)
+
+
+def _delete_confirmed(args: argparse.Namespace) -> int:
+    """`accounts delete` runs with `--yes`, or once the name is typed again at a terminal; else it exits 2."""
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("error: deleting an account cannot be undone: add --yes to confirm", file=sys.stderr)
+            return 2
+        typed = input(f"delete {args.name!r} with all its links, clicks and keys? type its name to confirm: ")
+        if typed.strip().lower() != args.name.lower():
+            print("error: the name typed was not the account's: nothing deleted", file=sys.stderr)
+            return 2
+    return _run(accounts_delete, args)
+
+
+def _show_deleted(done: dict[str, Any]) -> None:
+    print(f"deleted account {done['username']} with {done['links']} link(s) and {done['clicks']} click(s)")
+
+
 # Keys
 
 
@@ -232,6 +255,12 @@ def links_purge(rt: Runtime, args: argparse.Namespace) -> Any:
     return purge.purge_expired(rt, before if before.tzinfo else before.replace(tzinfo=UTC), batch=args.batch)
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text!r}")
+    return int(text)
+
+
 def _expiry_date(text: str) -> str:
     from datetime import datetime
 
@@ -296,7 +325,8 @@ EXAMPLES = {
   slugline accounts list
   slugline accounts show ada --json
   slugline accounts set-plan ada pro
-  slugline accounts reset-password ada        (asks for the new password; signs every session out)""",
+  slugline accounts reset-password ada        (asks for the new password; signs every session out)
+  slugline accounts delete ada --yes          (its links, clicks, keys and sessions too; cannot be undone)""",
     "keys": """examples:
   slugline keys list ada
   slugline keys revoke ada --scope public
@@ -356,6 +386,17 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         _fields,
         "set a new password (SLUGLINE_NEW_PASSWORD or a prompt); signs every session out, ends OAuth grants",
     ).add_argument("name")
+    made = command(
+        accounts,
+        "delete",
+        accounts_delete,
+        _show_deleted,
+        "delete an account with its links, clicks, keys, sessions and OAuth grants, in batches (cannot be undone)",
+    )
+    made.add_argument("name")
+    made.add_argument("--yes", action="store_true", help="confirm (else the name is asked for at a terminal)")
+    made.add_argument("--batch", type=_positive, default=500, help="links deleted per transaction (default 500)")
+    made.set_defaults(func=_delete_confirmed)
 
     keys = group("keys", "an account's API keys")
     command(
@@ -422,4 +463,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     made.add_argument(
         "--expired-before", required=True, type=_expiry_date, metavar="DATE", help="an ISO date or time, UTC"
     )
-    made.add_argument("--batch", type=int, default=500, help="links deleted per transaction (default 500)")
+    made.add_argument("--batch", type=_positive, default=500, help="links deleted per transaction (default 500)")

@@ -1,0 +1,135 @@
+"""Deleting an account (`slugline accounts delete`): everything it held goes, in bounded transactions, on SQLite and
+PostgreSQL; its tokens stop working, its name is free again, and the account made next sees nothing of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from starlette.testclient import TestClient
+
+from slugline.accounts import deletion
+from slugline.common.errors import NotFound
+from slugline.common.models import (
+    Account,
+    ApiKey,
+    Click,
+    ClickCube,
+    CubeMove,
+    IdempotentAnswer,
+    Link,
+    LinkChange,
+    SessionToken,
+)
+from slugline.oauth.models import OAuthGrant, OAuthToken
+from slugline.runtime import Runtime
+from tests.oauth.test_token_pruning import grant_for
+from tests.support.helpers import CHROME, LINKS, wait_for_total
+from tests.support.helpers import Account as Who
+
+HELD = (ApiKey, SessionToken, OAuthGrant, IdempotentAnswer, Link, LinkChange, ClickCube, CubeMove)
+
+
+def _held(rt: Runtime, account_id: int) -> dict[str, int]:
+    """Rows of every table that holds something of the account, and every click and OAuth token of the database."""
+    with rt.db.session() as session:
+        counts = {
+            table.__tablename__: session.scalar(select(func.count()).where(table.account_id == account_id)) or 0
+            for table in HELD
+        }
+        counts["clicks"] = session.scalar(select(func.count()).select_from(Click)) or 0
+        counts["oauth_tokens"] = session.scalar(select(func.count()).select_from(OAuthToken)) or 0
+        return counts
+
+
+def _account_id(rt: Runtime, name: str) -> int:
+    with rt.db.session() as session:
+        return int(session.scalar(select(Account.id).where(Account.username == name)) or 0)
+
+
+def _fill(client: TestClient, who: Who, links: int, clicks: int) -> list[dict[str, Any]]:
+    made = [
+        client.post(LINKS, json={"destination_url": f"https://example.com/{n}", "note": "zebra"}, headers=who.auth())
+        for n in range(links)
+    ]
+    keyed = {"Idempotency-Key": "once"} | who.auth()
+    assert client.post(LINKS, json={"destination_url": "https://example.com/once"}, headers=keyed).is_success
+    for n in range(clicks):
+        client.get(f"/{made[n % links].json()['slug']}", headers={"User-Agent": CHROME}, follow_redirects=False)
+    assert wait_for_total(client, who, clicks)["total_clicks"] == clicks
+    return [m.json() for m in made]
+
+
+def test_everything_goes_in_bounded_batches(
+    runtime: Runtime, client: TestClient, make_account: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ada, bob = make_account("ada"), make_account("bob")
+    _fill(client, ada, links=7, clicks=23)
+    _fill(client, bob, links=2, clicks=3)
+    ada_id, bob_id = _account_id(runtime, "ada"), _account_id(runtime, "bob")
+    bob_before = _held(runtime, bob_id) | {"clicks": 3}  # every click left is bob's; no OAuth token is
+    grant_for(runtime, ada_id, "agent.example")
+    assert all(_held(runtime, ada_id)[t.__tablename__] for t in (ApiKey, SessionToken, OAuthGrant, Link, ClickCube))
+
+    links_per_tx: list[int] = []
+    clicks_per_tx: list[int] = []
+    delete_links, delete_clicks = deletion._delete_links, deletion._delete_clicks
+
+    def links_step(*args: Any) -> int:
+        links_per_tx.append(delete_links(*args))
+        return links_per_tx[-1]
+
+    def clicks_step(*args: Any) -> int:
+        clicks_per_tx.append(delete_clicks(*args))
+        return clicks_per_tx[-1]
+
+    monkeypatch.setattr(deletion, "_delete_links", links_step)
+    monkeypatch.setattr(deletion, "_delete_clicks", clicks_step)
+    done = deletion.delete_account(runtime, "Ada", links=3, clicks=4)
+
+    assert done == {"username": "ada", "deleted": True, "links": 8, "clicks": 23}
+    assert links_per_tx == [3, 3, 2] and max(clicks_per_tx) == 4 and sum(clicks_per_tx) == 23
+    left = _held(runtime, ada_id)
+    assert {name: n for name, n in left.items() if n and name not in ("clicks", "oauth_tokens")} == {}
+    assert (left["clicks"], left["oauth_tokens"]) == (3, 0)
+    assert _account_id(runtime, "ada") == 0 and _held(runtime, bob_id) == bob_before
+
+    for token in (ada.full, ada.session):  # every worker within the trust period; this one at once
+        assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    login = {"username": "ada", "password": ada.password}
+    assert client.post("/api/v1/auth/login", json=login).status_code == 401
+    with pytest.raises(NotFound):
+        deletion.delete_account(runtime, "ada")
+
+    # The name is free; the new account has a new id and sees none of the old one's links, counts or search hits.
+    again = make_account("ada")
+    assert _account_id(runtime, "ada") > max(ada_id, bob_id)
+    page = client.get(LINKS, params={"q": "zebra"}, headers=again.auth()).json()
+    assert page["pagination"]["total"] == 0 and page["data"] == []
+    assert client.get("/api/v1/search", params={"q": "zebra"}, headers=again.auth()).json()["total"] == 0
+    assert client.get("/api/v1/analytics", headers=again.auth()).json()["total_clicks"] == 0
+
+
+def test_a_deletion_stopped_half_way_is_finished_by_running_it_again(
+    runtime: Runtime, client: TestClient, make_account: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid = make_account("cid")
+    _fill(client, cid, links=4, clicks=2)
+    cid_id = _account_id(runtime, "cid")
+
+    def stop(*_: Any) -> int:
+        raise OSError("the operator's terminal went away")
+
+    monkeypatch.setattr(deletion, "_delete_links", stop)
+    with pytest.raises(OSError):
+        deletion.delete_account(runtime, "cid", links=2)
+    assert client.get(LINKS, headers=cid.auth()).status_code == 401  # closed at once, though not yet gone
+    monkeypatch.undo()
+    assert deletion.delete_account(runtime, "cid", links=2)["links"] == 5
+    assert _account_id(runtime, "cid") == 0 and _held(runtime, cid_id)["links"] == 0
+
+
+def test_batch_sizes_must_be_positive(runtime: Runtime) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        deletion.delete_account(runtime, "nobody", links=0)
