@@ -192,3 +192,10 @@ def test_inspector_reads_resources_and_prompts(inspector: Path, served: tuple[Se
     assert {p["name"] for p in prompts} == {"weekly_performance", "tidy_links"}
     [message] = ok(inspect(keys.public, "prompts/get", "--prompt-name", "tidy_links"))["messages"]
     assert "preview_url" in message["content"]["text"] and made["id"] not in message["content"]["text"]
+    # the list template, and the other prompt, each as the owner and as a public-only key sees them
+    for key, ids in ((keys.full, [made["id"]]), (keys.public, [])):
+        [content] = ok(inspect(key, "resources/read", "--uri", "slugline://links?q=example"))["contents"]
+        assert [link["id"] for link in json.loads(content["text"])["data"]] == ids
+        [message] = ok(inspect(key, "prompts/get", "--prompt-name", "weekly_performance"))["messages"]
+        text = message["content"]["text"]
+        assert "get_analytics" in text and '"total_clicks": 0' in text.replace('":0', '": 0')
