@@ -25,34 +25,48 @@ if TYPE_CHECKING:
 Command = Callable[["Runtime", argparse.Namespace], Any]
 
 
-def _run(command: Command, args: argparse.Namespace) -> int:
-    """Run `command` with a runtime (an async one on an event loop), print its answer, and turn a refusal into
-    `error: ...` and exit code 1. The answer is printed before the runtime closes: a listing is read as it prints."""
-    import anyio
-
+def run_with(rt: Runtime, work: Callable[[Runtime], object]) -> int:
+    """Runs one command's `work` on `rt` and closes it: 0 when done, 1 when the service refused (the reason on
+    standard error as `error: ...`). Every command that calls a service function goes through here."""
     from slugline.common.errors import ServiceError
-    from slugline.runtime import Runtime
 
-    rt = Runtime.create(get_settings())
     try:
-        answer = anyio.run(command, rt, args) if inspect.iscoroutinefunction(command) else command(rt, args)
-        if args.json:
-            out = sys.stdout.buffer
-            if isinstance(answer, dict):
-                out.write(orjson.dumps(answer, option=orjson.OPT_INDENT_2) + b"\n")
-            else:  # a listing: a JSON array, one element a line, written as it is read
-                out.write(b"[")
-                for n, item in enumerate(answer):
-                    out.write((b",\n" if n else b"\n") + orjson.dumps(item))
-                out.write(b"\n]\n")
-        else:
-            args.show(answer)
+        work(rt)
     except ServiceError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 1
     finally:
         rt.close()
     return 0
+
+
+def _run(command: Command, args: argparse.Namespace) -> int:
+    """Run `command` with a runtime (an async one on an event loop) and print its answer (`_print`); a refusal is
+    `error: ...` and exit code 1 (`run_with`)."""
+    import anyio
+
+    from slugline.runtime import Runtime
+
+    def work(rt: Runtime) -> None:
+        _print(anyio.run(command, rt, args) if inspect.iscoroutinefunction(command) else command(rt, args), args)
+
+    return run_with(Runtime.create(get_settings()), work)
+
+
+def _print(answer: Any, args: argparse.Namespace) -> None:
+    """The answer as JSON with `--json`, else as the command shows it. Printed before the runtime closes: a listing
+    is read as it prints."""
+    if not args.json:
+        args.show(answer)
+        return
+    out = sys.stdout.buffer
+    if isinstance(answer, dict):
+        out.write(orjson.dumps(answer, option=orjson.OPT_INDENT_2) + b"\n")
+    else:  # a listing: a JSON array, one element a line, written as it is read
+        out.write(b"[")
+        for n, item in enumerate(answer):
+            out.write((b",\n" if n else b"\n") + orjson.dumps(item))
+        out.write(b"\n]\n")
 
 
 def _table(rows: Iterable[dict[str, Any]], columns: list[str]) -> None:

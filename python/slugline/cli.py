@@ -107,25 +107,20 @@ def cmd_clicks_export(args: argparse.Namespace) -> int:
     import anyio
 
     from slugline.accounts import service as accounts
-    from slugline.common.errors import ServiceError
     from slugline.links import service as links
 
     def destination() -> AbstractContextManager[IO[bytes]]:
         return open(args.output, "wb") if args.output is not None else nullcontext(sys.stdout.buffer)
 
-    rt = _runtime()
     period = {"days": args.days, "from": args.from_, "to": args.to, "format": args.format}
     data = period | {name: getattr(args, name) for name in EXPORT_FILTERS}
-    try:
+
+    def export(rt: Runtime) -> None:
         caller = accounts.operator(rt, args.account)
         link_id = links.link_named(rt, caller, args.link) if args.link is not None else None
         anyio.run(_write_export, rt, caller, data, link_id, destination)
-    except ServiceError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
-    finally:
-        rt.close()
-    return 0
+
+    return admin.run_with(_runtime(), export)
 
 
 async def _write_export(
