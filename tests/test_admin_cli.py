@@ -133,6 +133,7 @@ def test_links(slugline: Any, client: TestClient, alice: Account) -> None:
         assert _json(slugline("links", "show", "--account", "alice", name, "--json")) == made
     code, out, _ = slugline("links", "show", "--account", "alice", "launch")
     assert code == 0 and "title: Launch day" in out and "hashtags: news" in out
+    assert [line.split(":")[0] for line in out.splitlines()] == list(made), "every field, in the answer's order"
     assert _json(slugline("links", "delete", "--account", "alice", "launch", "--json")) == {
         "deleted": True,
         "id": made["id"],

@@ -300,20 +300,18 @@ def _show_export(answer: dict[str, Any]) -> None:
 
 
 LINK_COLUMNS = ["id", "slug", "visibility", "clicks", "short_url", "destination_url"]
-LINK_FIELDS = [
-    "id",
-    "slug",
-    "short_url",
-    "destination_url",
-    "title",
-    "description",
-    "note",
-    "hashtags",
-    "visibility",
-    "clicks",
-    "created_at",
-    "updated_at",
-]
+
+
+def _show_link(link: dict[str, Any]) -> None:
+    """A link's fields in its JSON's order: the link's shown columns, with `short_url` after its slug, then its
+    lifecycle (`links.service.SHOWN_NAMES` and `links.lifecycle.SHOWN_FIELDS`). A deletion's answer as it is."""
+    from slugline.links import lifecycle, service
+
+    if "slug" not in link:
+        _fields(link)
+        return
+    plain = service.SHOWN_NAMES[: service.PLAIN]
+    _fields(link, [*plain[:2], "short_url", *plain[2:], *lifecycle.SHOWN_FIELDS])
 
 
 def _show_page(page: dict[str, Any]) -> None:
@@ -432,7 +430,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     made.add_argument("--per", type=int, help="links per page (default 20, at most 100)")
     made.add_argument("--sort", choices=["created_at", "updated_at", "clicks", "slug"], help="sort field")
     made.add_argument("--dir", choices=["asc", "desc"], help="sort direction (default desc)")
-    made = command(links, "create", links_create, lambda link: _fields(link, LINK_FIELDS), "create a link")
+    made = command(links, "create", links_create, _show_link, "create a link")
     made.add_argument("--account", required=True, metavar="NAME")
     made.add_argument("url", help="the destination URL")
     made.add_argument("--slug", help="the short URL's slug (default: generated)")
@@ -447,9 +445,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         ("show", links_show, "show one link (by id or slug)"),
         ("delete", links_delete, "delete one link (by id or slug) and its clicks"),
     ):
-        made = command(
-            links, name, run, lambda link: _fields(link, LINK_FIELDS) if "slug" in link else _fields(link), help
-        )
+        made = command(links, name, run, _show_link, help)
         made.add_argument("--account", required=True, metavar="NAME")
         made.add_argument("link", metavar="ID_OR_SLUG")
     made = command(links, "export", links_export, _show_export, "write every link of an account to a file")

@@ -27,6 +27,7 @@ _LINKS = cast(Table, Link.__table__)
 # The columns of a link's JSON that are its lifecycle (after `links.service.SHOWN`'s others), and those an update sets.
 COLUMNS = (Link.expires_at, Link.max_clicks, Link.clicks_used, Link.expired_url, Link.archived, Link.preview)
 CHANGEABLE = ("expires_at", "max_clicks", "expired_url", "archived", "preview")
+SHOWN_FIELDS = (*CHANGEABLE, "status")  # the lifecycle's fields in a link's JSON, in its order (`lifecycle_json`)
 # One more visitor through a limited link, if one is left: the new count, or no row when it is used up. Exact under
 # any concurrency: each UPDATE of the row waits for the one before it (PostgreSQL's row lock; SQLite's one writer)
 # and re-checks `clicks_used < max_clicks` on the row as that one left it.
