@@ -17,6 +17,7 @@ from slugline.links import idempotency
 from slugline.runtime import Runtime
 from slugline.settings import Settings
 from tests.support.helpers import BASE_URL, LINKS, Account, make_settings
+from tests.support.mcp_calls import tool_result
 
 KEY = "Idempotency-Key"
 
@@ -108,11 +109,7 @@ def test_a_key_under_way_is_409(client: TestClient, alice: Account, runtime: Run
 
 def test_mcp_create_tools_take_an_idempotency_key(client: TestClient, alice: Account, runtime: Runtime) -> None:
     def tool(name: str, arguments: dict[str, Any]) -> Any:
-        body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-        res = client.post("/mcp", json=body, headers={**headers, "Authorization": f"Bearer {alice.full}"})
-        assert res.status_code == 200, res.text
-        return res.json()["result"]
+        return tool_result(client, alice.full, name, arguments)
 
     args = {"destination_url": "https://example.com/agent", "idempotency_key": "agent-1"}
     first, again = tool("create_link", args), tool("create_link", args)

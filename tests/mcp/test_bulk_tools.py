@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from starlette.testclient import TestClient
 
 from slugline.settings import Settings
 from tests.support.helpers import BASE_URL, LINKS, Account, make_settings
-
-ACCEPT = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+from tests.support.mcp_calls import listed_tools
+from tests.support.mcp_calls import tool_result as tool
 
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
     return make_settings(database_url, public_url=BASE_URL)  # /mcp answers only the names its public URL gives
-
-
-def tool(client: TestClient, key: str, name: str, arguments: dict[str, Any]) -> Any:
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    res = client.post("/mcp", json=body, headers={**ACCEPT, "Authorization": f"Bearer {key}"})
-    assert res.status_code == 200, res.text
-    return res.json()["result"]
 
 
 def test_create_links_answers_per_item(client: TestClient, alice: Account) -> None:
@@ -43,9 +34,7 @@ def test_create_links_answers_per_item(client: TestClient, alice: Account) -> No
 
 
 def test_create_links_is_listed_with_its_schema(client: TestClient, alice: Account) -> None:
-    body = {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}
-    res = client.post("/mcp", json=body, headers={**ACCEPT, "Authorization": f"Bearer {alice.full}"})
-    [found] = [t for t in res.json()["result"]["tools"] if t["name"] == "create_links"]
+    found = listed_tools(client, alice.full)["create_links"]
     links = found["inputSchema"]["properties"]["links"]
     assert found["inputSchema"]["required"] == ["links"] and links["maxItems"] == 1000
     assert found["outputSchema"]["type"] == "object" and found["annotations"]["readOnlyHint"] is False

@@ -3,29 +3,17 @@ expires_at, max_clicks, expired_url, archived, preview and status as REST does."
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from starlette.testclient import TestClient
 
 from slugline.settings import Settings
 from tests.support.helpers import BASE_URL, LINKS, Account, make_settings
-
-ACCEPT = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+from tests.support.mcp_calls import listed_tools, tool
 
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
     return make_settings(database_url, public_url=BASE_URL)  # /mcp answers only the names its public URL gives
-
-
-def tool(client: TestClient, key: str, name: str, arguments: dict[str, Any]) -> Any:
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    res = client.post("/mcp", json=body, headers={**ACCEPT, "Authorization": f"Bearer {key}"})
-    assert res.status_code == 200, res.text
-    result = res.json()["result"]
-    assert not result.get("isError"), result
-    return result["structuredContent"]
 
 
 def test_the_link_tools_carry_the_lifecycle(client: TestClient, alice: Account) -> None:
@@ -52,9 +40,7 @@ def test_the_link_tools_carry_the_lifecycle(client: TestClient, alice: Account) 
 
 
 def test_the_tools_publish_the_lifecycle_arguments(client: TestClient, alice: Account) -> None:
-    body = {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}
-    res = client.post("/mcp", json=body, headers={**ACCEPT, "Authorization": f"Bearer {alice.full}"})
-    tools = {found["name"]: found for found in res.json()["result"]["tools"]}
+    tools = listed_tools(client, alice.full)
     for name in ("create_link", "update_link"):
         props = tools[name]["inputSchema"]["properties"]
         assert {"expires_at", "max_clicks", "expired_url", "archived", "preview"} <= props.keys()
