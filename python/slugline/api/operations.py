@@ -34,29 +34,24 @@ LIMITED = (429, 500, 503)  # every operation but /health draws from a rate-limit
 KEYED = (401, 403, *LIMITED)
 BODY = (400, 408, 413, 422)  # every operation that reads a JSON body
 TEXT = {"schema": {"type": "string"}}
-EXPORT = {
-    "description": "The clicks as a file, streamed: CSV with a header row (`format=csv`) or one JSON object a line "
-    "(`format=ndjson`)",
-    "headers": {
-        "Content-Disposition": {
-            "description": 'attachment; filename="clicks-FIRST-LAST.csv" (or .ndjson), the period\'s dates',
-            "schema": {"type": "string"},
-        }
-    },
-    "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
-}
 
-LINK_EXPORT = {
-    "description": "The links as a file, streamed: CSV with a header row (`format=csv`) or one JSON object a line "
-    "(`format=ndjson`); every column of a link, timestamps to the microsecond",
-    "headers": {
-        "Content-Disposition": {
-            "description": 'attachment; filename="links.csv" (or links.ndjson)',
-            "schema": {"type": "string"},
-        }
-    },
-    "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
-}
+
+def _streamed_file(what: str, disposition: str, more: str = "") -> dict[str, Any]:
+    """The answer of an export: a file streamed as CSV or NDJSON, named by its Content-Disposition."""
+    return {
+        "description": f"{what} as a file, streamed: CSV with a header row (`format=csv`) or one JSON object a line "
+        f"(`format=ndjson`){more}",
+        "headers": {"Content-Disposition": {"description": f"attachment; {disposition}", "schema": {"type": "string"}}},
+        "content": {"text/csv": TEXT, "application/x-ndjson": TEXT},
+    }
+
+
+EXPORT = _streamed_file("The clicks", 'filename="clicks-FIRST-LAST.csv" (or .ndjson), the period\'s dates')
+LINK_EXPORT = _streamed_file(
+    "The links",
+    'filename="links.csv" (or links.ndjson)',
+    "; every column of a link, timestamps to the microsecond",
+)
 
 _ITEM = {
     "type": "object",
