@@ -37,6 +37,7 @@ from slugline.web.proxies import behind_proxies
 from slugline.web.ratelimit import RateLimitMiddleware
 from slugline.web.responses import JSON, error
 from slugline.web.unavailable import DatabaseGuard
+from slugline.webhooks.worker import delivering
 
 if TYPE_CHECKING:
     from fastapi.telemetry import TelemetryConfig
@@ -124,8 +125,14 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
         metrics = getattr(app.state, "metrics", None)  # `slugline.metrics.install`, when metrics are on
         try:
             # The clicks are flushed before the runtime closes, and before the metrics' last fold.
-            async with mcp.serve(rt), metrics.running(rt) if metrics else nullcontext(), recording(rt) as clicks:
+            async with (
+                mcp.serve(rt),
+                metrics.running(rt) if metrics else nullcontext(),
+                recording(rt) as clicks,
+                delivering(rt) as deliverer,
+            ):
                 app.state.clicks = clicks
+                app.state.webhooks = deliverer
                 if metrics is not None:
                     metrics.watch(clicks)
                 if runtime is None:

@@ -105,6 +105,23 @@ class Settings(BaseSettings):
     # all but one of them (`limits.query_cap`), and with one thread that would be all of them.
     db_threads: int | None = Field(default=None, ge=MIN_DB_THREADS)
 
+    # Webhooks (`slugline.webhooks`). Deliveries may reach private and loopback addresses (for tests, or a
+    # receiver on the operator's own network); unset: public addresses only, as the metadata fetcher.
+    webhooks_allow_private: bool = False
+    # Seconds a delivery may take, connection included; a slower endpoint's attempt fails (and is tried again).
+    webhooks_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    # Per account and worker: deliveries under way at once; the rest of that account's wait, other accounts' not.
+    webhooks_concurrency: int = Field(default=4, ge=1, le=64)
+    # Seconds before the first retry of a failed delivery; each later one waits twice as long, up to the maximum.
+    webhooks_retry_seconds: float = Field(default=5.0, gt=0)
+    webhooks_retry_max_seconds: float = Field(default=3600.0, gt=0)
+    # Seconds an endpoint may fail every delivery before it is disabled (the account sees it in the dashboard).
+    webhooks_give_up_seconds: float = Field(default=86400.0, gt=0)
+    # Seconds between looks for messages that are due, when none came in the last look.
+    webhooks_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    # Seconds between two `link.clicked` deliveries to one endpoint (each carries up to 100 clicks).
+    webhooks_click_interval_seconds: float = Field(default=1.0, gt=0, le=60)
+
     def sqlite_path(self) -> Path | None:
         """The database file when the store is SQLite, else None."""
         prefix = "sqlite:///"

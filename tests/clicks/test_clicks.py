@@ -44,9 +44,11 @@ def make_link(client: TestClient, who: Account, slug: str) -> str:
 
 
 def stored(rt: Runtime, link_id: str) -> list[tuple[str, str | None]]:
+    """In the order they were clicked: on PostgreSQL ids come from a sequence each connection caches a range of, so
+    two writes on two pooled connections need not be numbered in their order."""
     with rt.db.engine.connect() as conn:
         rows = conn.execute(
-            text("SELECT source, referrer FROM clicks WHERE link_id = :id ORDER BY id"), {"id": link_id}
+            text("SELECT source, referrer FROM clicks WHERE link_id = :id ORDER BY clicked_at, id"), {"id": link_id}
         )
         return [(source, referrer) for source, referrer in rows]
 

@@ -26,10 +26,21 @@ TRIGGERS = [
     "links_created",
     "links_cube_deleted",
     "links_cube_view",
+    "links_webhook_created",
+    "links_webhook_deleted",
+    "links_webhook_updated",
 ]
 
 
-PG_TRIGGERS = ["links_cube_deleted", "links_cube_view", "links_deleted"]  # on `links` (0006, 0009)
+# on `links` (0006, 0009, 0015)
+PG_TRIGGERS = [
+    "links_cube_deleted",
+    "links_cube_view",
+    "links_deleted",
+    "links_webhook_created",
+    "links_webhook_deleted",
+    "links_webhook_updated",
+]
 
 
 def _downgrade(engine: Engine, revision: str) -> None:

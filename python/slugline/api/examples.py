@@ -11,6 +11,17 @@ from typing import Any
 
 HOST = "https://sl.example"
 CREATED = "2026-11-21T10:00:00Z"
+WEBHOOK: dict[str, Any] = {
+    "id": "whe_3c9a1f2e7b6d5a40",
+    "url": "https://hooks.example.com/slugline",
+    "description": None,
+    "events": ["link.created", "link.clicked"],
+    "enabled": True,
+    "disabled_reason": None,
+    "failing_since": None,
+    "created_at": CREATED,
+    "updated_at": CREATED,
+}
 LINK: dict[str, Any] = {
     "id": "lnk_4fQ8xZ2kLm9",
     "slug": "rust-book",
@@ -158,6 +169,31 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
             "reachable": True,
         },
     ),
+    "listWebhooks": (None, {"data": [WEBHOOK]}),
+    "createWebhook": (
+        {"url": "https://hooks.example.com/slugline", "events": ["link.created", "link.clicked"]},
+        {**WEBHOOK, "secret": "whsec_" + "MfKQ9r8GKYqrTxc3Bm7Nz2kP1sYl0v5LfW8+Jd4hQeA="},
+    ),
+    "getWebhook": (None, WEBHOOK),
+    "updateWebhook": ({"enabled": True}, WEBHOOK),
+    "deleteWebhook": (None, {"deleted": True, "id": WEBHOOK["id"]}),
+    "listWebhookAttempts": (
+        None,
+        {
+            "data": [
+                {
+                    "id": 7,
+                    "message_id": "msg_5f0c8e1b2a3d4c5e6f708192",
+                    "type": "link.created",
+                    "attempted_at": CREATED,
+                    "status": 200,
+                    "error": None,
+                    "duration_ms": 84,
+                }
+            ]
+        },
+    ),
+    "resendWebhookMessage": (None, {"message_id": "msg_5f0c8e1b2a3d4c5e6f708192", "queued": True}),
 }
 
 

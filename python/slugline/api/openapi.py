@@ -146,6 +146,11 @@ TAGS = [
     {"name": "analytics", "description": "Click figures of the account or one link, and click exports"},
     {"name": "search", "description": "Ranked search over the caller's links"},
     {"name": "account", "description": "The authenticated account and its API keys"},
+    {
+        "name": "webhooks",
+        "description": "Endpoints that hear of the account's link changes and clicks, signed per Standard Webhooks; "
+        "their delivery log",
+    },
     {"name": "auth", "description": "Accounts and session tokens"},
     {"name": "public", "description": "What anyone may read: a short link's public face, a web page's preview"},
     {"name": "health", "description": "Liveness and readiness"},

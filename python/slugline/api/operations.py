@@ -123,5 +123,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("get", "/search"): Operation(outputs.SearchResult, (422, *KEYED), "key"),
     ("get", "/public/{slug}"): Operation(outputs.PublicLink, (404, *LIMITED), "none"),
     ("get", "/analyze"): Operation(outputs.PageInfo, (422, *KEYED), "optional"),
+    ("get", "/webhooks"): Operation(outputs.WebhookList, KEYED, "key"),
+    ("post", "/webhooks"): Operation(outputs.NewWebhook, (*BODY, 409, *KEYED), "key", 201),
+    ("get", "/webhooks/{webhook_id}"): Operation(outputs.Webhook, (404, *KEYED), "key"),
+    ("patch", "/webhooks/{webhook_id}"): Operation(outputs.Webhook, (*BODY, 404, *KEYED), "key"),
+    ("delete", "/webhooks/{webhook_id}"): Operation(outputs.WebhookDeleted, (404, *KEYED), "key"),
+    ("get", "/webhooks/{webhook_id}/attempts"): Operation(outputs.WebhookAttemptList, (404, *KEYED), "key"),
+    ("post", "/webhooks/{webhook_id}/messages/{message_id}/resend"): Operation(
+        outputs.WebhookResent, (404, 409, *KEYED), "key", 202
+    ),
 }
 UNLISTED = Operation(None, tuple(ERRORS), "optional")

@@ -20,6 +20,7 @@ from slugline.common.bounds import MAX_REFERRER, MAX_SOURCE
 from slugline.common.models import VisitorSalt
 from slugline.common.visibility import PUBLIC_LEVELS
 from slugline.storage.db import Database
+from slugline.webhooks import clicks as webhooks
 
 EPOCH = date(1970, 1, 1).toordinal()
 SALTS_KEPT = 3  # days of salts a worker remembers: today, and the days a late batch may still carry
@@ -131,6 +132,7 @@ def write_batch(db: Database, encoded: _core.EncodedClicks) -> int:
         kept = None if len(alive) == encoded.links else set(owners)
         written = _insert_clicks(conn, encoded, kept)
         cubes.add_batch(conn, encoded, owners)
+        webhooks.clicks_written(conn, encoded, owners)  # the batch's `link.clicked` messages, in its transaction
     return written
 
 

@@ -5,7 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from sqlalchemy import JSON, BigInteger, Boolean, Date, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.expression import false
 
@@ -208,3 +221,62 @@ class VisitorSalt(Base):
 
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     salt: Mapped[bytes] = mapped_column(LargeBinary(32))
+
+
+class WebhookEndpoint(Base):
+    """Where an account's events go (`slugline.webhooks`). The signing secret is not stored: it is derived from the
+    server secret and `secret_salt`. Times are seconds since the epoch, as the triggers of migration 0015 write."""
+
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(MAX_URL))
+    description: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    events: Mapped[str] = mapped_column(String(200))  # ",link.created,link.clicked," (the triggers match on it)
+    secret_salt: Mapped[str] = mapped_column(String(64))
+    base_url: Mapped[str] = mapped_column(String(MAX_URL))  # of the short URLs in the payloads
+    enabled: Mapped[bool] = mapped_column(Boolean)
+    disabled_reason: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    failing_since: Mapped[float | None] = mapped_column(Float, nullable=True)
+    click_due: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    expired_through: Mapped[float] = mapped_column(Float)  # links that expired up to then have their message
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class WebhookMessage(Base):
+    """The outbox: one event for one endpoint, written in the transaction of the change it tells of. `due_at` is
+    when it is next tried (NULL once delivered); a claim moves it on by a lease, so a worker that dies mid-delivery
+    leaves it to be tried again."""
+
+    __tablename__ = "webhook_messages"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)  # the `webhook-id`: the same on every try
+    endpoint_id: Mapped[str] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(Integer)
+    type: Mapped[str] = mapped_column(String(32))
+    data: Mapped[str] = mapped_column(Text)  # JSON: the link's columns, or a click batch
+    created_at: Mapped[float] = mapped_column(Float)
+    due_at: Mapped[float | None] = mapped_column(Float, nullable=True, index=True)
+    attempts: Mapped[int] = mapped_column(Integer)
+    delivered_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (Index("ix_webhook_messages_endpoint", "endpoint_id", "created_at"),)
+
+
+class WebhookAttempt(Base):
+    """One delivery attempt: the last `webhooks.log.KEPT` of each endpoint are kept."""
+
+    __tablename__ = "webhook_attempts"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    endpoint_id: Mapped[str] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
+    message_id: Mapped[str] = mapped_column(String(40))
+    type: Mapped[str] = mapped_column(String(32))
+    attempted_at: Mapped[float] = mapped_column(Float)
+    status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    ms: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_webhook_attempts_endpoint", "endpoint_id", "id"),)

@@ -297,3 +297,49 @@ class PageInfo(_Open):
     redirects: list[str]
     reachable: bool
     fetch_error: str | None = Field(default=None, description="Why the page could not be fetched (reachable: false)")
+
+
+class Webhook(_Open):
+    """A webhook endpoint. `disabled_reason` says why an endpoint was turned off (24 h of failed deliveries)."""
+
+    id: str
+    url: str
+    description: str | None
+    events: list[str]
+    enabled: bool
+    disabled_reason: str | None
+    failing_since: Timestamp | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class NewWebhook(Webhook):
+    secret: str = Field(description="The signing secret (whsec_...): shown this once, never again")
+
+
+class WebhookList(_Open):
+    data: list[Webhook]
+
+
+class WebhookDeleted(_Open):
+    deleted: bool
+    id: str
+
+
+class WebhookAttempt(_Open):
+    id: int
+    message_id: str = Field(description="The webhook-id header: the same on every try of one event")
+    type: str
+    attempted_at: Timestamp
+    status: int | None = Field(description="The endpoint's HTTP status; null when no answer came")
+    error: str | None
+    duration_ms: int
+
+
+class WebhookAttemptList(_Open):
+    data: list[WebhookAttempt]
+
+
+class WebhookResent(_Open):
+    message_id: str
+    queued: bool

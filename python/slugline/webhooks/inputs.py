@@ -1,0 +1,39 @@
+"""What a webhook endpoint's create and update bodies may hold, checked by the service (REST and dashboard alike)."""
+
+from __future__ import annotations
+
+from typing import Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from slugline.common.bounds import MAX_URL
+
+EventType = Literal["link.created", "link.updated", "link.deleted", "link.expired", "link.clicked"]
+EVENTS: tuple[str, ...] = ("link.created", "link.updated", "link.deleted", "link.expired", "link.clicked")
+MAX_DESCRIPTION = 200
+
+
+class WebhookCreate(BaseModel):
+    """A new endpoint: the URL deliveries are POSTed to and the events it hears (all of them when left out)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=MAX_URL, description="An absolute http(s) URL with a public address")
+    events: list[EventType] = Field(
+        default_factory=lambda: cast(list[EventType], list(EVENTS)),
+        min_length=1,
+        max_length=len(EVENTS),
+        description="The events to deliver; link.clicked comes in batches of up to 100 clicks",
+    )
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION, description="A note for people")
+
+
+class WebhookUpdate(BaseModel):
+    """The fields to change. `enabled: true` turns a disabled endpoint back on: what waited is delivered again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(default=None, min_length=1, max_length=MAX_URL)
+    events: list[EventType] | None = Field(default=None, min_length=1, max_length=len(EVENTS))
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    enabled: StrictBool | None = None

@@ -1,0 +1,184 @@
+"""The outbox's claims and outcomes: which worker delivers which message, and what became of it.
+
+A claim moves a due message's `due_at` on by a lease (and counts the attempt) in one short transaction: on
+PostgreSQL the rows are taken `FOR UPDATE SKIP LOCKED`, so workers and instances claiming together each get other
+rows and never wait on one another; on SQLite the claim runs under the writer lock every worker shares. A worker
+killed mid-delivery leaves its messages to be claimed again when the lease runs out (at-least-once; the message id
+stays the same, so the receiver drops repeats). `link.clicked` messages of an endpoint are claimed one per
+`webhooks_click_interval_seconds`; an account with `webhooks_concurrency` deliveries under way in this worker is
+left out of its claims, so one slow endpoint holds back no other account.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, and_, delete, false, insert, not_, or_, select, update
+
+from slugline.common.models import WebhookAttempt, WebhookEndpoint, WebhookMessage
+from slugline.settings import Settings
+from slugline.storage.db import Database
+
+MESSAGES = cast(Table, WebhookMessage.__table__)
+ENDPOINTS = cast(Table, WebhookEndpoint.__table__)
+ATTEMPTS = cast(Table, WebhookAttempt.__table__)
+KEPT_ATTEMPTS = 100
+KEPT_SECONDS = 3 * 86400  # delivered (or parked) messages are kept this long, for "send again"
+CLICKED = "link.clicked"
+MAX_ERROR = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    id: str
+    endpoint_id: str
+    account_id: int
+    type: str
+    data: str
+    created_at: float
+    attempts: int  # this one included
+    url: str
+    secret_salt: str
+    base_url: str
+
+
+def lease_seconds(settings: Settings) -> float:
+    """How long a claim holds a message: past any delivery's timeout, with room for the outcome's write."""
+    return settings.webhooks_timeout_seconds * 2 + 5
+
+
+def anything_due(db: Database, now: float) -> bool:
+    """A cheap read first: most looks find nothing, and need no write transaction (nor SQLite's writer lock)."""
+    with db.reading() as conn:
+        found = conn.execute(select(MESSAGES.c.id).where(MESSAGES.c.due_at <= now).limit(1)).first()
+    return found is not None
+
+
+def claim(db: Database, settings: Settings, now: float, limit: int, busy: Collection[int]) -> list[Claimed]:
+    """Up to `limit` due messages of enabled endpoints, for accounts not in `busy`, now this worker's."""
+    m, e = MESSAGES.c, ENDPOINTS.c
+    paced = and_(m.type == CLICKED, e.click_due > now)
+    stmt = (
+        select(m.id, m.endpoint_id, m.account_id, m.type, m.data, m.created_at, m.attempts, e.url, e.secret_salt)
+        .add_columns(e.base_url)
+        .join_from(MESSAGES, ENDPOINTS, e.id == m.endpoint_id)
+        .where(m.due_at <= now, e.enabled, not_(paced))
+        .order_by(m.due_at)
+        .limit(limit)
+    )
+    if busy:
+        stmt = stmt.where(m.account_id.not_in(list(busy)))
+    if db.engine.dialect.name == "postgresql":
+        stmt = stmt.with_for_update(of=MESSAGES, skip_locked=True)
+    with db.writing() as session:
+        conn = session.connection()
+        rows = conn.execute(stmt).all()
+        chosen: list[Any] = []
+        clicks_taken: set[str] = set()
+        for row in rows:
+            if row.type == CLICKED:
+                if row.endpoint_id in clicks_taken or not _pace(conn, row.endpoint_id, now, settings):
+                    continue
+                clicks_taken.add(row.endpoint_id)
+            chosen.append(row)
+        if chosen:
+            conn.execute(
+                update(MESSAGES)
+                .where(m.id.in_([row.id for row in chosen]))
+                .values(due_at=now + lease_seconds(settings), attempts=m.attempts + 1)
+            )
+    return [Claimed(*row[:6], row.attempts + 1, *row[7:]) for row in chosen]  # type: ignore[call-arg]
+
+
+def _pace(conn: Connection, endpoint_id: str, now: float, settings: Settings) -> bool:
+    """Takes the endpoint's next `link.clicked` turn, if it has come (one worker gets it)."""
+    done = conn.execute(
+        update(ENDPOINTS)
+        .where(ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.click_due <= now)
+        .values(click_due=now + settings.webhooks_click_interval_seconds)
+    )
+    return bool(getattr(done, "rowcount", 0))
+
+
+def back_off(settings: Settings, attempts: int) -> float:
+    """Seconds before the next try after `attempts` failed ones: doubling from `webhooks_retry_seconds`, at most
+    `webhooks_retry_max_seconds`, with a tenth of jitter so that a recovered endpoint is not hit all at once."""
+    base = min(settings.webhooks_retry_max_seconds, settings.webhooks_retry_seconds * 2 ** min(attempts - 1, 40))
+    return float(base) * random.uniform(0.9, 1.1)
+
+
+def finish(
+    db: Database, settings: Settings, msg: Claimed, now: float, status: int | None, error: str | None, ms: int
+) -> bool:
+    """Records the attempt: delivered (a 2xx), or due again after the back-off. An endpoint that has failed every
+    delivery for `webhooks_give_up_seconds` is disabled, and its waiting messages parked. True: delivered."""
+    ok = status is not None and 200 <= status < 300 and error is None
+    m, e = MESSAGES.c, ENDPOINTS.c
+    with db.writing() as session:
+        conn = session.connection()
+        if conn.execute(select(e.id).where(e.id == msg.endpoint_id)).first() is None:
+            return ok  # deleted meanwhile, with its messages
+        if ok:
+            conn.execute(update(MESSAGES).where(m.id == msg.id).values(due_at=None, delivered_at=now))
+            conn.execute(
+                update(ENDPOINTS)
+                .where(e.id == msg.endpoint_id, e.failing_since.is_not(None))
+                .values(failing_since=None)
+            )
+        else:
+            retry = now + back_off(settings, msg.attempts)
+            conn.execute(update(MESSAGES).where(m.id == msg.id, m.delivered_at.is_(None)).values(due_at=retry))
+            conn.execute(
+                update(ENDPOINTS).where(e.id == msg.endpoint_id, e.failing_since.is_(None)).values(failing_since=now)
+            )
+            since = conn.execute(select(e.failing_since).where(e.id == msg.endpoint_id)).scalar()
+            if since is not None and since <= now - settings.webhooks_give_up_seconds:
+                disable(conn, msg.endpoint_id, now)
+        conn.execute(
+            insert(ATTEMPTS).values(
+                endpoint_id=msg.endpoint_id,
+                message_id=msg.id,
+                type=msg.type,
+                attempted_at=now,
+                status=status,
+                error=(error or None) and error[:MAX_ERROR],
+                ms=ms,
+            )
+        )
+        _trim(conn, msg.endpoint_id)
+    return ok
+
+
+def disable(conn: Connection, endpoint_id: str, now: float) -> None:
+    hours = "every delivery failed for 24 hours"
+    conn.execute(
+        update(ENDPOINTS)
+        .where(ENDPOINTS.c.id == endpoint_id)
+        .values(enabled=false(), disabled_reason=f"{hours}: fix the receiver, then turn the endpoint back on")
+    )
+    conn.execute(
+        update(MESSAGES)
+        .where(MESSAGES.c.endpoint_id == endpoint_id, MESSAGES.c.delivered_at.is_(None))
+        .values(due_at=None)
+    )
+
+
+def _trim(conn: Connection, endpoint_id: str) -> None:
+    """The endpoint's delivery log keeps its last `KEPT_ATTEMPTS` attempts."""
+    a = ATTEMPTS.c
+    oldest_kept = (
+        select(a.id).where(a.endpoint_id == endpoint_id).order_by(a.id.desc()).offset(KEPT_ATTEMPTS - 1).limit(1)
+    ).scalar_subquery()
+    conn.execute(delete(ATTEMPTS).where(a.endpoint_id == endpoint_id, a.id < oldest_kept))
+
+
+def prune(db: Database, now: float) -> int:
+    """Messages delivered or parked more than `KEPT_SECONDS` ago leave the outbox."""
+    m = MESSAGES.c
+    old = and_(m.due_at.is_(None), or_(m.delivered_at < now - KEPT_SECONDS, m.created_at < now - KEPT_SECONDS))
+    with db.writing() as session:
+        done = session.execute(delete(MESSAGES).where(old))
+        return int(getattr(done, "rowcount", 0) or 0)

@@ -1,0 +1,140 @@
+"""Deliveries from a running app to a real receiver that verifies each with `standardwebhooks`: link events with
+the link's JSON, clicks in batches, retries with the same id, the delivery log, "send again", and an endpoint
+disabled after failing for the give-up time."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline.accounts import service as accounts
+from slugline.runtime import Runtime
+from tests.support.helpers import BASE_URL, LINKS, Account, ClientFactory
+from tests.support.receiver import Receiver
+
+HOOKS = "/api/v1/webhooks"
+FAST = {
+    "webhooks_allow_private": True,
+    "webhooks_poll_seconds": 0.05,
+    "webhooks_retry_seconds": 0.1,
+    "webhooks_retry_max_seconds": 0.2,
+    "webhooks_click_interval_seconds": 0.2,
+    "webhooks_timeout_seconds": 2,
+    "click_flush_seconds": 0.1,
+}
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as r:
+        yield r
+
+
+def _account(client: TestClient, rt: Runtime) -> Account:
+    """An account on the pro plan, with a full-access key (made through the API)."""
+    made = accounts.register(rt, {"username": f"u{time.monotonic_ns()}", "password": "correct horse"}, plan="pro")
+    sess = {"Authorization": f"Bearer {made['token']}"}
+    full = client.post("/api/v1/api-key", json={"scope": "full"}, headers=sess).json()["key"]
+    return Account("u", "correct horse", made["token"], full, "")
+
+
+def test_link_events_arrive_signed_with_the_links_json(make_client: ClientFactory, receiver: Receiver) -> None:
+    client, rt = make_client(**FAST)
+    alice = _account(client, rt)
+    hook = client.post(HOOKS, json={"url": receiver.url}, headers=alice.auth()).json()
+    receiver.secret = hook["secret"]
+    link = client.post(
+        LINKS, json={"destination_url": "https://example.com/", "slug": "hooked"}, headers=alice.auth()
+    ).json()
+    client.put(f"{LINKS}/{link['id']}", json={"title": "Now titled"}, headers=alice.auth())
+    client.put(f"{LINKS}/{link['id']}", json={"slug": "hooked2", "visibility": "private"}, headers=alice.auth())
+    client.delete(f"{LINKS}/{link['id']}", headers=alice.auth())
+    receiver.wait_for(lambda events: len(events) == 4)
+    by_type = sorted((e["type"], e["data"].get("title"), e["data"]["slug"]) for e in receiver.events.values())
+    assert by_type == [
+        ("link.created", None, "hooked"),
+        ("link.deleted", "Now titled", "hooked2"),
+        ("link.updated", "Now titled", "hooked"),
+        ("link.updated", "Now titled", "hooked2"),
+    ]
+    created = receiver.of_type("link.created")[0]["data"]
+    assert created == {**link, "created_at": created["created_at"], "updated_at": created["updated_at"]}
+    assert created["short_url"] == f"{BASE_URL}/hooked" and created["created_at"] == link["created_at"]
+    assert not receiver.refused
+    log = client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json()["data"]
+    assert (
+        len(log) == 4 and {a["status"] for a in log} == {200} and set(receiver.events) == {a["message_id"] for a in log}
+    )
+
+
+def test_clicks_arrive_in_batches_of_at_most_a_hundred(make_client: ClientFactory, receiver: Receiver) -> None:
+    client, rt = make_client(**FAST)
+    alice = _account(client, rt)
+    hook = client.post(HOOKS, json={"url": receiver.url, "events": ["link.clicked"]}, headers=alice.auth()).json()
+    receiver.secret = hook["secret"]
+    client.post(LINKS, json={"destination_url": "https://example.com/", "slug": "clicky"}, headers=alice.auth())
+    for _ in range(230):
+        assert client.get("/clicky", follow_redirects=False).status_code in (301, 302)
+    receiver.wait_for(lambda events: sum(len(e["data"]["clicks"]) for e in events.values()) >= 230)
+    batches = receiver.of_type("link.clicked")
+    assert all(len(b["data"]["clicks"]) <= 100 for b in batches) and len(batches) >= 3
+    click = batches[0]["data"]["clicks"][0]
+    assert set(click) == {"link_id", "clicked_at", "device", "browser", "os", "source", "referrer"}
+    assert click["clicked_at"].endswith("Z")
+    times = sorted(at for msg_id, at in receiver.arrivals)
+    assert all(b - a >= 0.15 for a, b in itertools.pairwise(times)), "one delivery per interval"
+
+
+def test_failures_are_retried_with_the_same_id_then_the_endpoint_is_disabled(
+    make_client: ClientFactory, receiver: Receiver
+) -> None:
+    client, rt = make_client(**FAST)
+    alice = _account(client, rt)
+    receiver.answer = lambda n: 503 if n < 3 else 200
+    hook = client.post(HOOKS, json={"url": receiver.url, "events": ["link.created"]}, headers=alice.auth()).json()
+    receiver.secret = hook["secret"]
+    client.post(LINKS, json={"destination_url": "https://example.com/"}, headers=alice.auth())
+    receiver.wait_for(lambda events: len(events) == 1)
+    assert len({msg_id for msg_id, _ in receiver.arrivals}) == 1 and len(receiver.arrivals) == 4
+    log = client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json()["data"]
+    assert [a["status"] for a in log] == [200, 503, 503, 503]
+    assert log[1]["error"] == "the endpoint answered 503"
+    # Send again: the same id arrives once more.
+    msg_id = log[0]["message_id"]
+    again = client.post(f"{HOOKS}/{hook['id']}/messages/{msg_id}/resend", headers=alice.auth())
+    assert again.status_code == 202
+    end = time.monotonic() + 10
+    while len(receiver.arrivals) < 5 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert receiver.arrivals[-1][0] == msg_id
+    # Failing past the give-up time disables it; the account sees why.
+    rt.settings.webhooks_give_up_seconds = 0.3
+    receiver.answer = lambda n: 500
+    client.post(LINKS, json={"destination_url": "https://example.com/"}, headers=alice.auth())
+    end = time.monotonic() + 10
+    while client.get(f"{HOOKS}/{hook['id']}", headers=alice.auth()).json()["enabled"] and time.monotonic() < end:
+        time.sleep(0.05)
+    got = client.get(f"{HOOKS}/{hook['id']}", headers=alice.auth()).json()
+    assert not got["enabled"] and "24 hours" in got["disabled_reason"] and got["failing_since"]
+    # Back on, with the receiver well: what waited is delivered.
+    receiver.answer = lambda n: 200
+    client.patch(f"{HOOKS}/{hook['id']}", json={"enabled": True}, headers=alice.auth())
+    receiver.wait_for(lambda events: len(events) == 2)
+
+
+def test_a_private_address_is_refused_unless_allowed(make_client: ClientFactory, receiver: Receiver) -> None:
+    client, rt = make_client(**{**FAST, "webhooks_allow_private": False})
+    alice = _account(client, rt)
+    made = client.post(HOOKS, json={"url": receiver.url}, headers=alice.auth())
+    assert made.status_code == 422
+    hook = client.post(HOOKS, json={"url": "http://localhost:1/hook"}, headers=alice.auth()).json()
+    client.post(LINKS, json={"destination_url": "https://example.com/"}, headers=alice.auth())
+    end = time.monotonic() + 10
+    while not (log := client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json()["data"]):
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    assert log[0]["status"] is None and "private or reserved" in log[0]["error"]

@@ -1,0 +1,78 @@
+"""Webhook endpoints over REST: made with a secret shown once, listed, changed, deleted; full-access keys only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from standardwebhooks.webhooks import Webhook
+from starlette.testclient import TestClient
+
+from slugline.webhooks import signing
+from tests.support.helpers import Account
+
+HOOKS = "/api/v1/webhooks"
+
+
+def test_an_endpoint_is_made_listed_changed_and_deleted(client: TestClient, alice: Account) -> None:
+    made = client.post(
+        HOOKS, json={"url": "https://hooks.example.com/in", "events": ["link.created"]}, headers=alice.auth()
+    )
+    assert made.status_code == 201, made.text
+    hook = made.json()
+    assert hook["secret"].startswith("whsec_") and hook["events"] == ["link.created"] and hook["enabled"]
+    listed = client.get(HOOKS, headers=alice.auth()).json()["data"]
+    assert [h["id"] for h in listed] == [hook["id"]] and "secret" not in listed[0]
+    changed = client.patch(
+        f"{HOOKS}/{hook['id']}",
+        json={"events": ["link.clicked", "link.deleted"], "enabled": False},
+        headers=alice.auth(),
+    ).json()
+    assert changed["events"] == ["link.deleted", "link.clicked"] and not changed["enabled"]
+    assert changed["disabled_reason"] == "turned off by the account"
+    on = client.patch(f"{HOOKS}/{hook['id']}", json={"enabled": True}, headers=alice.auth()).json()
+    assert on["enabled"] and on["disabled_reason"] is None
+    assert client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json() == {"data": []}
+    assert client.delete(f"{HOOKS}/{hook['id']}", headers=alice.auth()).json() == {"deleted": True, "id": hook["id"]}
+    assert client.get(f"{HOOKS}/{hook['id']}", headers=alice.auth()).status_code == 404
+
+
+def test_the_secret_signs_as_standard_webhooks_verifies() -> None:
+    secret = signing.secret_text(b"s" * 32, "salt")
+    body = b'{"type":"link.created"}'
+    headers = signing.headers(signing.key(b"s" * 32, "salt"), "msg_1", 1_700_000_000, body)
+    assert headers["webhook-signature"] == Webhook(secret).sign(
+        "msg_1", datetime.fromtimestamp(1_700_000_000, UTC), body.decode()
+    )
+
+
+def test_only_full_keys_manage_endpoints(
+    client: TestClient, alice: Account, make_account: Callable[..., Account]
+) -> None:
+    body = {"url": "https://hooks.example.com/in"}
+    assert client.post(HOOKS, json=body, headers=alice.auth("public")).status_code == 403
+    assert client.get(HOOKS, headers=alice.auth("public")).json() == {
+        "error": "a public-only key cannot manage webhooks"
+    }
+    assert client.get(HOOKS, headers=alice.auth("session")).status_code == 403
+    hook = client.post(HOOKS, json=body, headers=alice.auth()).json()
+    bob = make_account("bob")
+    assert client.get(f"{HOOKS}/{hook['id']}", headers=bob.auth()).status_code == 404
+    assert client.delete(f"{HOOKS}/{hook['id']}", headers=bob.auth()).status_code == 404
+
+
+def test_bad_endpoints_are_refused(client: TestClient, alice: Account) -> None:
+    for body, message in (
+        ({"url": "ftp://hooks.example.com/"}, "url must be an absolute http(s) URL"),
+        ({"url": "http://10.0.0.1/in"}, "private or reserved address"),
+        ({"url": "https://user:pw@hooks.example.com/"}, "credentials"),
+        ({"url": "https://hooks.example.com/", "events": ["link.viewed"]}, "events"),
+        ({"url": "https://hooks.example.com/", "events": []}, "events"),
+        ({"url": "https://hooks.example.com/", "secret": "x"}, "secret"),
+    ):
+        answer = client.post(HOOKS, json=body, headers=alice.auth())
+        assert answer.status_code == 422 and message in answer.json()["error"], (body, answer.text)
+    hook = client.post(HOOKS, json={"url": "https://hooks.example.com/"}, headers=alice.auth()).json()
+    assert client.patch(f"{HOOKS}/{hook['id']}", json={}, headers=alice.auth()).status_code == 422
+    assert client.patch(f"{HOOKS}/{hook['id']}", json={"url": None}, headers=alice.auth()).status_code == 422
+    assert client.post(f"{HOOKS}/{hook['id']}/messages/msg_nope/resend", headers=alice.auth()).status_code == 404
