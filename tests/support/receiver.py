@@ -22,12 +22,25 @@ class Receiver:
         self.arrivals: list[tuple[str, float]] = []
         self.refused: list[str] = []
         self.answer: Callable[[int], int] = lambda _: 200
+        self.hold = 0.0  # > 0: each delivery is held this long, then answered without being recorded
+        self.held: list[str] = []
         self._lock = threading.Lock()
+        self._port = 0
+        self._start()
+
+    def _start(self) -> None:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if receiver.hold:
+                    receiver.held.append(self.headers.get("webhook-id", ""))
+                    time.sleep(receiver.hold)
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 status = receiver.take(body, {k: v for k, v in self.headers.items()})
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
@@ -36,8 +49,10 @@ class Receiver:
             def log_message(self, *_: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.server = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        self.server.daemon_threads = True
+        self._port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self._port}/hook"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def take(self, body: bytes, headers: dict[str, str]) -> int:
@@ -69,10 +84,19 @@ class Receiver:
         with self._lock:
             return [e for e in self.events.values() if e["type"] == kind]
 
+    def down(self) -> None:
+        """Stops answering: connections are refused until `up`."""
+        self.server.shutdown()
+        self.server.server_close()
+
+    def up(self) -> None:
+        """Answers again, on the same port."""
+        self._start()
+        self._thread.start()
+
     def __enter__(self) -> Receiver:
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.down()
