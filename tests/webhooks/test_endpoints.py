@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from sqlalchemy import func, select
 from standardwebhooks.webhooks import Webhook
 from starlette.testclient import TestClient
 
+from slugline.accounts.deletion import delete_account
+from slugline.common.models import WebhookAttempt, WebhookEndpoint, WebhookMessage
+from slugline.runtime import Runtime
 from slugline.webhooks import signing
 from tests.support.helpers import Account
 
@@ -76,3 +80,17 @@ def test_bad_endpoints_are_refused(client: TestClient, alice: Account) -> None:
     assert client.patch(f"{HOOKS}/{hook['id']}", json={}, headers=alice.auth()).status_code == 422
     assert client.patch(f"{HOOKS}/{hook['id']}", json={"url": None}, headers=alice.auth()).status_code == 422
     assert client.post(f"{HOOKS}/{hook['id']}/messages/msg_nope/resend", headers=alice.auth()).status_code == 404
+
+
+def test_deleting_an_account_takes_its_endpoints_first_and_tells_nobody(
+    client: TestClient, runtime: Runtime, alice: Account
+) -> None:
+    client.post(HOOKS, json={"url": "https://hooks.example.com/in"}, headers=alice.auth())
+    for n in range(3):
+        client.post("/api/v1/links", json={"destination_url": f"https://example.com/{n}"}, headers=alice.auth())
+    with runtime.db.engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(WebhookMessage)) == 3  # link.created, in the outbox
+    delete_account(runtime, "alice", links=2)
+    with runtime.db.engine.connect() as conn:
+        for table in (WebhookEndpoint, WebhookMessage, WebhookAttempt):
+            assert conn.scalar(select(func.count()).select_from(table)) == 0

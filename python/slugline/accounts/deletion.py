@@ -4,9 +4,10 @@ One statement (`DELETE FROM accounts`) would do it through the schema's cascades
 million links and their clicks would then be one transaction holding the SQLite file (or PostgreSQL's row locks)
 for as long as it runs. So:
 
-1. The account is closed in one transaction: its API keys, sessions, OAuth grants (with their tokens) and stored
-   idempotent answers go, and its password is replaced by one nobody knows, so no token or sign-in reaches it while
-   the rest goes; every worker stops trusting its tokens within `identitycache.TRUST_SECONDS`.
+1. The account is closed in one transaction: its API keys, sessions, OAuth grants (with their tokens), stored
+   idempotent answers and webhook endpoints (with their outbox and log, so its links' deletion tells nobody) go,
+   and its password is replaced by one nobody knows, so no token or sign-in reaches it while the rest goes; every
+   worker stops trusting its tokens within `identitycache.TRUST_SECONDS`.
 2. Its links go `LINKS` at a time. The clicks of a batch go first, `CLICKS` rows a transaction; then the links, with
    the per-link roll-up cubes and the cube moves their deletion records (nothing is left for the click writer to move:
    the account's own views go with it at the end). After each transaction the deletion waits as long as that took, so
@@ -30,7 +31,17 @@ from sqlalchemy import delete, select, tuple_, update
 from slugline import _core
 from slugline.accounts import callers
 from slugline.common.errors import NotFound
-from slugline.common.models import Account, ApiKey, Click, ClickCube, CubeMove, IdempotentAnswer, Link, SessionToken
+from slugline.common.models import (
+    Account,
+    ApiKey,
+    Click,
+    ClickCube,
+    CubeMove,
+    IdempotentAnswer,
+    Link,
+    SessionToken,
+    WebhookEndpoint,
+)
 from slugline.oauth.models import OAuthGrant
 from slugline.runtime import Runtime
 
@@ -74,7 +85,7 @@ def _close(rt: Runtime, username: str) -> tuple[int, str]:
         if row is None:
             raise NotFound(f"no account named '{username}'")
         account_id = int(row[0])
-        for table in (ApiKey, SessionToken, OAuthGrant, IdempotentAnswer):
+        for table in (ApiKey, SessionToken, OAuthGrant, IdempotentAnswer, WebhookEndpoint):
             session.execute(delete(table).where(table.account_id == account_id))
         return account_id, str(row[1])
 
