@@ -1,0 +1,92 @@
+"""Many workers claiming from one outbox (each its own engine, as processes have): every due message is claimed by
+exactly one of them (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: the writer lock), click messages one per endpoint
+and interval, and an account at its cap is left out of a claim."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+from sqlalchemy import insert, select
+
+from slugline.accounts import service as accounts
+from slugline.common.caller import Caller
+from slugline.common.clock import utcnow
+from slugline.common.models import Account
+from slugline.runtime import Runtime
+from slugline.settings import Settings
+from slugline.webhooks import endpoints, outbox
+from slugline.webhooks.outbox import MESSAGES
+
+
+def _endpoint(rt: Runtime, name: str) -> tuple[int, str]:
+    accounts.register(rt, {"username": name, "password": "correct horse"}, plan="pro")
+    with rt.db.session() as session:
+        account_id = session.scalar(select(Account.id).where(Account.username == name))
+    assert account_id is not None
+    caller = Caller(account_id, name, "pro", "full", utcnow(), "https://sl.test")
+    hook = endpoints.create_endpoint(rt, caller, {"url": "https://hooks.example.com/in"})
+    return account_id, hook["id"]
+
+
+def _messages(rt: Runtime, account_id: int, endpoint_id: str, n: int, kind: str = "link.created") -> None:
+    now = time.time()
+    rows = [
+        {
+            "id": f"msg_{kind[5:8]}{i:08d}",
+            "endpoint_id": endpoint_id,
+            "account_id": account_id,
+            "type": kind,
+            "data": "[]",
+            "created_at": now,
+            "due_at": now - 1,
+            "attempts": 0,
+            "delivered_at": None,
+        }
+        for i in range(n)
+    ]
+    with rt.db.engine.begin() as conn:
+        conn.execute(insert(MESSAGES), rows)
+
+
+def test_each_message_is_claimed_by_one_worker(runtime: Runtime, settings: Settings) -> None:
+    account_id, endpoint_id = _endpoint(runtime, "claimer")
+    _messages(runtime, account_id, endpoint_id, 300)
+    workers = [Runtime.create(settings) for _ in range(4)]
+    claimed: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def work(rt: Runtime) -> None:
+        while True:
+            got = outbox.claim(rt.db, rt.settings, time.time(), 16, ())
+            if not got:
+                return
+            with lock:
+                claimed.update(m.id for m in got)
+
+    threads = [threading.Thread(target=work, args=(rt,)) for rt in workers]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        for rt in workers:
+            rt.close()
+    assert len(claimed) == 300 and set(claimed.values()) == {1}
+    assert not outbox.anything_due(runtime.db, time.time())
+
+
+def test_clicks_are_paced_and_a_busy_account_waits(runtime: Runtime) -> None:
+    account_id, endpoint_id = _endpoint(runtime, "paced")
+    other_id, other_endpoint = _endpoint(runtime, "other")
+    _messages(runtime, account_id, endpoint_id, 5, "link.clicked")
+    _messages(runtime, other_id, other_endpoint, 2)
+    now = time.time()
+    first = outbox.claim(runtime.db, runtime.settings, now, 32, ())
+    assert Counter(m.type for m in first) == {"link.clicked": 1, "link.created": 2}
+    assert outbox.claim(runtime.db, runtime.settings, now + 0.5, 32, ()) == []  # the next turn is a second away
+    later = outbox.claim(runtime.db, runtime.settings, now + 1.01, 32, {other_id})
+    assert [m.type for m in later] == ["link.clicked"]
+    assert outbox.claim(runtime.db, runtime.settings, now + 2.02, 32, {account_id}) == []  # busy: left out
