@@ -1,7 +1,7 @@
 """HTTP load on redirects (click recording on): nginx `return 302`, a bare Granian ASGI app and `slugline serve`.
 
     python benches/http_redirect.py [--duration 10] [--rounds 3] [--workers 1] [--links 1]
-                                    [--database-url postgresql://…] [--metrics]
+                                    [--database-url postgresql://…] [--metrics] [--webhooks]
 
 nginx is the machine's physical limit; the bare app (benches/bare_apps.py: a dict lookup, a 302 and a click tuple
 kept, under the same Granian, interface and event loop) is the ceiling of our own stack. wrk sends a browser's
@@ -16,6 +16,11 @@ difference is the click's share. Everything the click costs in Rust and the data
 The bare app's workers are read the same way over its own rounds, for the CPU a redirect costs with no Slugline.
 With `--database-url`, the CPU of every PostgreSQL server process on this machine over Slugline's rounds is
 printed per request too: the database's share of the clicks.
+
+With `--webhooks` another Slugline (its own SQLite file) runs with an endpoint subscribed to `link.clicked` on a
+receiver in this process, and takes its turn in every round: the ratio of its req/s to the first one's is what the
+outbox costs a redirect; the clicks delivered and their delivery lag (redirect to arrival, p50 and p99) are printed
+at the end. Deliveries are paced at `--webhook-click-interval` (the default's 1 s: at most 100 clicks a second).
 
 With `--metrics` a second Slugline (its own SQLite file) runs with `SLUGLINE_METRICS_TOKEN` set and takes its turn in
 every round: the ratio of its req/s to the first one's is what metrics cost a redirect, and its /metrics is read at
@@ -54,6 +59,7 @@ from httpbench import (
     worker_threads_cpu,
     wrk,
 )
+from webhook_receiver import ClickReceiver, subscribe
 
 
 def main() -> int:
@@ -75,6 +81,12 @@ def main() -> int:
     parser.add_argument(
         "--metrics", action="store_true", help="also run Slugline with SLUGLINE_METRICS_TOKEN set (its own database)"
     )
+    parser.add_argument(
+        "--webhooks",
+        action="store_true",
+        help="also run Slugline (its own database) with a link.clicked webhook endpoint on a local receiver",
+    )
+    parser.add_argument("--webhook-click-interval", default="1.0", help="SLUGLINE_WEBHOOKS_CLICK_INTERVAL_SECONDS")
     args = parser.parse_args()
     ensure_tools()
     paths = [f"/bench-{i}" for i in range(args.links)]
@@ -93,6 +105,17 @@ def main() -> int:
             (tmp / "metrics").mkdir()
             metrics_env = slugline_env(tmp / "metrics", None, SLUGLINE_METRICS_TOKEN=METRICS_TOKEN)
             servers[WITH_METRICS], urls[WITH_METRICS] = start_slugline(tmp / "metrics", args.workers, metrics_env)
+        if args.webhooks:
+            (tmp / "webhooks").mkdir()
+            receiver = ClickReceiver()
+            hooks_env = slugline_env(
+                tmp / "webhooks",
+                None,
+                SLUGLINE_WEBHOOKS_ALLOW_PRIVATE="true",
+                SLUGLINE_WEBHOOKS_CLICK_INTERVAL_SECONDS=args.webhook_click_interval,
+            )
+            servers[WITH_WEBHOOKS], urls[WITH_WEBHOOKS] = start_slugline(tmp / "webhooks", args.workers, hooks_env)
+            subscribe(urls[WITH_WEBHOOKS], hooks_env, args.links, args.link_fields, receiver.url)
         try:
             for label in ("slugline", WITH_METRICS) if args.metrics else ("slugline",):
                 make_links(urls[label], metrics_env if label == WITH_METRICS else env, args.links, args.link_fields)
@@ -110,6 +133,11 @@ def main() -> int:
                 stop(servers[WITH_METRICS])
                 stored_there = count_clicks(metrics_env["SLUGLINE_DATABASE_URL"])
                 print(f"  {WITH_METRICS}: {counted} redirects counted in /metrics, {stored_there} clicks stored")
+            if args.webhooks:
+                time.sleep(2)  # the last click batches' deliveries
+                stop(servers[WITH_WEBHOOKS])
+                print(f"  {WITH_WEBHOOKS}: {receiver.report(count_clicks(hooks_env['SLUGLINE_DATABASE_URL']))}")
+                receiver.close()
             stop(server)  # SIGTERM: the buffered clicks are flushed
         report(results, args)
         per_request = {
@@ -143,6 +171,7 @@ def main() -> int:
 
 Cpu = dict[tuple[int, int], float]
 WITH_METRICS = "slugline+metrics"
+WITH_WEBHOOKS = "slugline+webhooks"
 METRICS_TOKEN = "bench-metrics-token-0123456789"
 
 
@@ -212,6 +241,11 @@ def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:
         print(f"  metrics on / off        {on.rps / mine.rps:.3f}x   (p99 {on.p99_ms / mine.p99_ms:.2f}x)")
         ratios = [a.rps / b.rps for a, b in zip(results[WITH_METRICS], results["slugline"], strict=True)]
         print(f"  metrics on / off by round: {', '.join(f'{r:.3f}' for r in ratios)}")
+    if WITH_WEBHOOKS in med:
+        hooked = med[WITH_WEBHOOKS]
+        print(f"  webhooks on / off       {hooked.rps / mine.rps:.3f}x   (p99 {hooked.p99_ms / mine.p99_ms:.2f}x)")
+        ratios = [a.rps / b.rps for a, b in zip(results[WITH_WEBHOOKS], results["slugline"], strict=True)]
+        print(f"  webhooks on / off by round: {', '.join(f'{r:.3f}' for r in ratios)}")
 
 
 def count_clicks(database_url: str) -> int:

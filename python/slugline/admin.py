@@ -1,4 +1,4 @@
-"""The operator's commands on accounts, keys and links: `slugline accounts|keys|links ...`.
+"""The operator's commands on accounts, keys, links and webhooks: `slugline accounts|keys|links|webhooks ...`.
 
 Each command calls the same service function as the REST API, MCP and the dashboard (as the account's owner with
 full access, see `accounts.operator`), prints a short human answer or, with `--json`, the API's JSON, and exits 0
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from slugline import admin_webhooks
 from slugline.settings import PLAN_RANK, get_settings
 
 if TYPE_CHECKING:
@@ -351,6 +352,7 @@ EXAMPLES = {
   slugline links export --account ada --format ndjson --output ada-links.ndjson
   slugline links import ada-links.ndjson --account ada --dry-run
   slugline links purge --expired-before 2026-01-01""",
+    "webhooks": admin_webhooks.EXAMPLES,
 }
 
 
@@ -474,3 +476,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--expired-before", required=True, type=_expiry_date, metavar="DATE", help="an ISO date or time, UTC"
     )
     made.add_argument("--batch", type=_positive, default=500, help="links deleted per transaction (default 500)")
+    admin_webhooks.add(group("webhooks", "an account's webhook endpoints"), command, _table, _fields)
