@@ -94,3 +94,11 @@ def test_deleting_an_account_takes_its_endpoints_first_and_tells_nobody(
     with runtime.db.engine.connect() as conn:
         for table in (WebhookEndpoint, WebhookMessage, WebhookAttempt):
             assert conn.scalar(select(func.count()).select_from(table)) == 0
+
+
+def test_nul_characters_are_refused_not_stored(client: TestClient, alice: Account) -> None:
+    made = client.post(HOOKS, json={"url": "https://hooks.example.com/", "description": "a\x00b"}, headers=alice.auth())
+    assert made.status_code == 422 and "NUL" in made.json()["error"]
+    hook = client.post(HOOKS, json={"url": "https://hooks.example.com/"}, headers=alice.auth()).json()
+    assert client.post(f"{HOOKS}/{hook['id']}/messages/msg_%00/resend", headers=alice.auth()).status_code == 404
+    assert client.get(f"{HOOKS}/whe_%00", headers=alice.auth()).status_code == 404

@@ -209,6 +209,8 @@ def list_attempts(rt: Runtime, caller: Caller, endpoint_id: str) -> dict[str, An
 def resend(rt: Runtime, caller: Caller, endpoint_id: str, message_id: str) -> dict[str, Any]:
     """Sends a message again (delivered or not), with the same id: due at once. 404 once it is no longer kept."""
     require_full(caller)
+    if "\x00" in message_id:
+        raise NotFound("message not found (delivered messages are kept for 3 days)")
     with rt.db.writing() as session:
         endpoint = _find(session, caller, endpoint_id)
         if not endpoint.enabled:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
 from slugline.common.bounds import MAX_URL
 
 EventType = Literal["link.created", "link.updated", "link.deleted", "link.expired", "link.clicked"]
 EVENTS: tuple[str, ...] = ("link.created", "link.updated", "link.deleted", "link.expired", "link.clicked")
 MAX_DESCRIPTION = 200
+
+
+def _no_nul(value: object, info: ValidationInfo) -> object:
+    """NUL cannot be stored (PostgreSQL refuses it in text), so it is refused on the way in."""
+    if isinstance(value, str) and "\x00" in value:
+        raise ValueError(f"{info.field_name} must not contain NUL characters")
+    return value
 
 
 class WebhookCreate(BaseModel):
@@ -27,6 +34,8 @@ class WebhookCreate(BaseModel):
     )
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION, description="A note for people")
 
+    _text = field_validator("url", "description", mode="before")(_no_nul)
+
 
 class WebhookUpdate(BaseModel):
     """The fields to change. `enabled: true` turns a disabled endpoint back on: what waited is delivered again."""
@@ -37,3 +46,5 @@ class WebhookUpdate(BaseModel):
     events: list[EventType] | None = Field(default=None, min_length=1, max_length=len(EVENTS))
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     enabled: StrictBool | None = None
+
+    _text = field_validator("url", "description", mode="before")(_no_nul)
