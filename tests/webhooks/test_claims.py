@@ -90,3 +90,27 @@ def test_clicks_are_paced_and_a_busy_account_waits(runtime: Runtime) -> None:
     later = outbox.claim(runtime.db, runtime.settings, now + 1.01, 32, {other_id})
     assert [m.type for m in later] == ["link.clicked"]
     assert outbox.claim(runtime.db, runtime.settings, now + 2.02, 32, {account_id}) == []  # busy: left out
+
+
+def test_a_claim_takes_no_more_of_an_account_than_its_cap(runtime: Runtime) -> None:
+    account_id, endpoint_id = _endpoint(runtime, "capped")
+    _messages(runtime, account_id, endpoint_id, 10)
+    cap = runtime.settings.webhooks_concurrency
+    now = time.time()
+    assert len(outbox.claim(runtime.db, runtime.settings, now, 32, {})) == cap
+    assert len(outbox.claim(runtime.db, runtime.settings, now, 32, {account_id: cap - 1})) == 1
+    assert outbox.claim(runtime.db, runtime.settings, now, 32, {account_id: cap}) == []
+    assert outbox.anything_due(runtime.db, now)  # the rest wait in the outbox, unclaimed
+
+
+def test_a_delivered_message_leaves_with_the_last_attempt_that_names_it(runtime: Runtime) -> None:
+    account_id, endpoint_id = _endpoint(runtime, "trimmed")
+    _messages(runtime, account_id, endpoint_id, outbox.KEPT_ATTEMPTS + 3)
+    now = time.time()
+    while claimed := outbox.claim(runtime.db, runtime.settings, now, 32, ()):
+        for msg in claimed:
+            outbox.finish(runtime.db, runtime.settings, msg, now, 200, None, 1)
+    with runtime.db.engine.connect() as conn:
+        kept = set(conn.execute(select(outbox.MESSAGES.c.id)).scalars())
+        shown = set(conn.execute(select(outbox.ATTEMPTS.c.message_id)).scalars())
+    assert len(shown) == outbox.KEPT_ATTEMPTS and kept == shown

@@ -210,7 +210,7 @@ def resend(rt: Runtime, caller: Caller, endpoint_id: str, message_id: str) -> di
     """Sends a message again (delivered or not), with the same id: due at once. 404 once it is no longer kept."""
     require_full(caller)
     if "\x00" in message_id:
-        raise NotFound("message not found (delivered messages are kept for 3 days)")
+        raise NotFound("message not found (a delivered message is kept while the delivery log shows it)")
     with rt.db.writing() as session:
         endpoint = _find(session, caller, endpoint_id)
         if not endpoint.enabled:
@@ -221,5 +221,5 @@ def resend(rt: Runtime, caller: Caller, endpoint_id: str, message_id: str) -> di
             .values(due_at=time.time(), delivered_at=None)
         )
         if not getattr(done, "rowcount", 0):
-            raise NotFound("message not found (delivered messages are kept for 3 days)")
+            raise NotFound("message not found (a delivered message is kept while the delivery log shows it)")
     return {"message_id": message_id, "queued": True}

@@ -12,7 +12,7 @@ left out of its claims, so one slow endpoint holds back no other account.
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,7 +26,7 @@ MESSAGES = cast(Table, WebhookMessage.__table__)
 ENDPOINTS = cast(Table, WebhookEndpoint.__table__)
 ATTEMPTS = cast(Table, WebhookAttempt.__table__)
 KEPT_ATTEMPTS = 100
-KEPT_SECONDS = 3 * 86400  # delivered (or parked) messages are kept this long, for "send again"
+KEPT_SECONDS = 3 * 86400  # parked messages (a disabled endpoint's) and any delivered one left are kept this long
 CLICKED = "link.clicked"
 MAX_ERROR = 300
 
@@ -57,8 +57,15 @@ def anything_due(db: Database, now: float) -> bool:
     return found is not None
 
 
-def claim(db: Database, settings: Settings, now: float, limit: int, busy: Collection[int]) -> list[Claimed]:
-    """Up to `limit` due messages of enabled endpoints, for accounts not in `busy`, now this worker's."""
+def claim(
+    db: Database, settings: Settings, now: float, limit: int, busy: Mapping[int, int] | Collection[int]
+) -> list[Claimed]:
+    """Up to `limit` due messages of enabled endpoints, now this worker's: for each account, no more than
+    `webhooks_concurrency` less its deliveries under way in this worker (`busy`: account -> how many; a collection
+    of accounts: at their cap)."""
+    cap = settings.webhooks_concurrency
+    under_way = dict(busy) if isinstance(busy, Mapping) else dict.fromkeys(busy, cap)
+    full = [account for account, n in under_way.items() if n >= cap]
     m, e = MESSAGES.c, ENDPOINTS.c
     paced = and_(m.type == CLICKED, e.click_due > now)
     stmt = (
@@ -69,8 +76,8 @@ def claim(db: Database, settings: Settings, now: float, limit: int, busy: Collec
         .order_by(m.due_at)
         .limit(limit)
     )
-    if busy:
-        stmt = stmt.where(m.account_id.not_in(list(busy)))
+    if full:
+        stmt = stmt.where(m.account_id.not_in(full))
     if db.engine.dialect.name == "postgresql":
         stmt = stmt.with_for_update(of=MESSAGES, skip_locked=True)
     with db.writing() as session:
@@ -79,10 +86,13 @@ def claim(db: Database, settings: Settings, now: float, limit: int, busy: Collec
         chosen: list[Any] = []
         clicks_taken: set[str] = set()
         for row in rows:
+            if under_way.get(row.account_id, 0) >= cap:
+                continue  # left for a later claim (its lock goes with this transaction)
             if row.type == CLICKED:
                 if row.endpoint_id in clicks_taken or not _pace(conn, row.endpoint_id, now, settings):
                     continue
                 clicks_taken.add(row.endpoint_id)
+            under_way[row.account_id] = under_way.get(row.account_id, 0) + 1
             chosen.append(row)
         if chosen:
             conn.execute(
@@ -167,18 +177,30 @@ def disable(conn: Connection, endpoint_id: str, now: float) -> None:
 
 
 def _trim(conn: Connection, endpoint_id: str) -> None:
-    """The endpoint's delivery log keeps its last `KEPT_ATTEMPTS` attempts."""
-    a = ATTEMPTS.c
+    """The endpoint's delivery log keeps its last `KEPT_ATTEMPTS` attempts; a delivered message leaves the outbox with
+    the last attempt that names it (nothing could send it again), so the outbox holds what waits and what the log
+    shows, not every event ever delivered."""
+    a, m = ATTEMPTS.c, MESSAGES.c
     oldest_kept = (
         select(a.id).where(a.endpoint_id == endpoint_id).order_by(a.id.desc()).offset(KEPT_ATTEMPTS - 1).limit(1)
     ).scalar_subquery()
-    conn.execute(delete(ATTEMPTS).where(a.endpoint_id == endpoint_id, a.id < oldest_kept))
+    gone = conn.execute(
+        delete(ATTEMPTS).where(a.endpoint_id == endpoint_id, a.id < oldest_kept).returning(a.message_id)
+    ).scalars()
+    ids = set(gone)
+    if ids:
+        still_shown = select(a.message_id).where(a.endpoint_id == endpoint_id)
+        conn.execute(delete(MESSAGES).where(m.id.in_(ids), m.delivered_at.is_not(None), m.id.not_in(still_shown)))
 
 
 def prune(db: Database, now: float) -> int:
-    """Messages delivered or parked more than `KEPT_SECONDS` ago leave the outbox."""
+    """Messages delivered or parked more than `KEPT_SECONDS` ago leave the outbox (the deliverer calls it now and
+    then; delivered messages mostly leave with their last attempt in the log, `_trim`)."""
     m = MESSAGES.c
     old = and_(m.due_at.is_(None), or_(m.delivered_at < now - KEPT_SECONDS, m.created_at < now - KEPT_SECONDS))
+    with db.reading() as conn:  # most of the time there are none: no write transaction (nor writer lock) for that
+        if conn.execute(select(m.id).where(old).limit(1)).first() is None:
+            return 0
     with db.writing() as session:
         done = session.execute(delete(MESSAGES).where(old))
         return int(getattr(done, "rowcount", 0) or 0)

@@ -24,7 +24,8 @@ from slugline.webhooks.outbox import Claimed
 
 log = logging.getLogger("slugline.webhooks")
 MAX_IN_FLIGHT = 64  # deliveries under way in one worker
-CHORES_SECONDS = 10.0  # between expiry scans and prunes
+CHORES_SECONDS = 10.0  # between expiry scans
+PRUNE_SECONDS = 600.0  # between prunes of the outbox
 DRAIN_SECONDS = 5.0  # how long shutdown waits for deliveries under way (the rest are claimed again after the lease)
 
 
@@ -37,6 +38,7 @@ class Deliverer:
         self._busy: Counter[int] = Counter()  # deliveries under way per account
         self._loop = asyncio.get_running_loop()
         self.delivered = 0
+        self._prune_due = 0.0
         self.failed = 0
 
     def poke(self, *_: object) -> None:
@@ -77,20 +79,14 @@ class Deliverer:
         room = MAX_IN_FLIGHT - len(self._tasks)
         if room <= 0 or not await asyncio.to_thread(outbox.anything_due, self._rt.db, now):
             return []
-        cap = self._rt.settings.webhooks_concurrency
-        busy = {account for account, n in self._busy.items() if n >= cap}
-        claimed = await asyncio.to_thread(outbox.claim, self._rt.db, self._rt.settings, now, min(room, 32), busy)
-        taken: Counter[int] = Counter()
-        kept = []
-        for msg in claimed:  # a claim may bring more of one account than its cap allows: those wait for the lease
-            if self._busy[msg.account_id] + taken[msg.account_id] < cap:
-                taken[msg.account_id] += 1
-                kept.append(msg)
-        return kept
+        busy = dict(self._busy)
+        return await asyncio.to_thread(outbox.claim, self._rt.db, self._rt.settings, now, min(room, 32), busy)
 
     def _chores(self, now: float) -> None:
         expiry.scan(self._rt.db, now)
-        outbox.prune(self._rt.db, now)
+        if now >= self._prune_due:
+            self._prune_due = now + PRUNE_SECONDS
+            outbox.prune(self._rt.db, now)
 
     async def _deliver(self, msg: Claimed) -> None:
         settings = self._rt.settings
