@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -32,66 +31,14 @@ from slugline.common.validation import parse
 from slugline.limits import rules as limits
 from slugline.links import events
 from slugline.links import service as links
+from slugline.links.bulkbodies import MAX_ITEMS as MAX_ITEMS
+from slugline.links.bulkbodies import BulkCreate as BulkCreate
+from slugline.links.bulkbodies import BulkDelete as BulkDelete
+from slugline.links.bulkbodies import BulkUpdate as BulkUpdate
+from slugline.links.bulkbodies import Item, Saved, answer, each, failed, refuse
 from slugline.runtime import Runtime
 from slugline.search import feed as searchfeed
 from slugline.storage.loopwrite import drive, session_run
-
-MAX_ITEMS = 1_000
-ATOMIC = (
-    "true: all items are applied or none (the first failure is the answer, with its status); false: each item "
-    "answers on its own"
-)
-
-
-class _Envelope(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    atomic: StrictBool = Field(default=False, description=ATOMIC)
-
-    @field_validator("ids", mode="before", check_fields=False)
-    @classmethod
-    def _no_nul(cls, value: Any) -> Any:
-        """No id holds NUL (PostgreSQL cannot store it), and the document says every text refuses it."""
-        if isinstance(value, list) and any(isinstance(item, str) and "\x00" in item for item in value):
-            raise ValueError("ids must not contain NUL characters")
-        return value
-
-
-class BulkCreate(_Envelope):
-    links: list[dict[str, Any]] = Field(
-        min_length=1, max_length=MAX_ITEMS, description=f"1-{MAX_ITEMS} links, each a POST /links body"
-    )
-
-
-class BulkUpdate(_Envelope):
-    ids: list[str] = Field(min_length=1, max_length=MAX_ITEMS, description=f"1-{MAX_ITEMS} link ids")
-    change: dict[str, Any] = Field(
-        description="The fields to set on every link, as a PUT /links/{id} body (not slug, which is each link's own)"
-    )
-
-
-class BulkDelete(_Envelope):
-    ids: list[str] = Field(min_length=1, max_length=MAX_ITEMS, description=f"1-{MAX_ITEMS} link ids")
-
-
-Item = dict[str, Any]
-Saved = tuple[int, LinkRecord | None, str, str | None]  # (version, the link or None when deleted, id, old slug)
-
-
-def _answer(results: list[Item]) -> dict[str, Any]:
-    ok = sum(1 for item in results if item["status"] < 400)
-    return {"results": results, "succeeded": ok, "failed": len(results) - ok}
-
-
-def _failed(index: int, exc: ServiceError) -> Item:
-    return {"index": index, "status": exc.status, "error": exc.message}
-
-
-def _refuse(index: int, exc: ServiceError) -> ServiceError:
-    """The atomic call's answer: the first failing item's error, naming it."""
-    return (
-        type(exc)(f"item {index}: {exc.message}", exc.headers) if type(exc).__init__ is ServiceError.__init__ else exc
-    )
 
 
 async def create_links(rt: Runtime, caller: Caller, data: Any, ip: str | None = None) -> dict[str, Any]:
@@ -114,10 +61,10 @@ def _check_all(caller: Caller, body: BulkCreate) -> list[LinkCreate | ServiceErr
                 raise Invalid("auto_meta is not available in a bulk create: set title and description, or create alone")
             checked.append(made)
         except Invalid as exc:
-            raise _refuse(index, exc) from None
+            raise refuse(index, exc) from None
         except ServiceError as exc:
             if body.atomic:
-                raise _refuse(index, exc) from None
+                raise refuse(index, exc) from None
             checked.append(exc)
     return checked
 
@@ -148,18 +95,18 @@ def _create_all(
     results: list[Item] = []
     records: list[tuple[int, LinkRecord]] = []
     for index, item in enumerate(checked):
-        failed = item if isinstance(item, ServiceError) else None
+        refused = item if isinstance(item, ServiceError) else None
         if isinstance(item, LinkCreate):
             if item.slug is not None and item.slug in taken:
-                failed = Conflict(f"slug '{item.slug}' is already taken")
+                refused = Conflict(f"slug '{item.slug}' is already taken")
             else:
                 slug = item.slug if item.slug is not None else _fresh_slug(session, taken)
                 taken.add(slug)
                 records.append((index, _record(caller, item, slug, hashes[index])))
-        if failed is not None:
+        if refused is not None:
             if atomic:
-                raise _refuse(index, failed)
-            results.append(_failed(index, failed))
+                raise refuse(index, refused)
+            results.append(failed(index, refused))
     dialect = rt.db.engine.dialect.name
     saved: list[Saved] = []
     for index, link in records:
@@ -210,7 +157,7 @@ def _write(rt: Runtime, caller: Caller, work: Callable[[Session], tuple[list[Ite
             events.link_deleted(rt, caller.account_id, version, link_id, old_slug or "")
         else:
             events.link_saved(rt, caller.account_id, version, link, old_slug)
-    return _answer(results)
+    return answer(results)
 
 
 async def update_links(rt: Runtime, caller: Caller, data: Any, ip: str | None = None) -> dict[str, Any]:
@@ -226,26 +173,14 @@ async def update_links(rt: Runtime, caller: Caller, data: Any, ip: str | None = 
 def _update_on_thread(rt: Runtime, caller: Caller, body: BulkUpdate) -> dict[str, Any]:
     dialect = rt.db.engine.dialect.name
 
-    def work(session: Session) -> tuple[list[Item], list[Saved]]:
-        results: list[Item] = []
-        saved: list[Saved] = []
-        for index, link_id in enumerate(body.ids):
-            try:
-                if not links.LINK_ID.fullmatch(link_id):
-                    raise NotFound(links.NOT_FOUND)
-                link, old_slug, version = drive(
-                    links.write_change(caller, link_id, body.change, dialect, session_run(session))
-                )
-            except ServiceError as exc:
-                if body.atomic:
-                    raise _refuse(index, exc) from None
-                results.append(_failed(index, exc))
-                continue
-            saved.append((version, link, link.id, old_slug))
-            results.append({"index": index, "status": 200, "link": links.link_dict(link, caller.base_url)})
-        return results, saved
+    def change(session: Session, index: int, link_id: str) -> tuple[Item, Saved]:
+        if not links.LINK_ID.fullmatch(link_id):
+            raise NotFound(links.NOT_FOUND)
+        link, old_slug, version = drive(links.write_change(caller, link_id, body.change, dialect, session_run(session)))
+        done: Saved = (version, link, link.id, old_slug)
+        return {"index": index, "status": 200, "link": links.link_dict(link, caller.base_url)}, done
 
-    return _write(rt, caller, work)
+    return _write(rt, caller, lambda session: each(session, body, change))
 
 
 async def delete_links(rt: Runtime, caller: Caller, data: Any, ip: str | None = None) -> dict[str, Any]:
@@ -258,23 +193,12 @@ async def delete_links(rt: Runtime, caller: Caller, data: Any, ip: str | None = 
 def _delete_on_thread(rt: Runtime, caller: Caller, body: BulkDelete) -> dict[str, Any]:
     dialect = rt.db.engine.dialect.name
 
-    def work(session: Session) -> tuple[list[Item], list[Saved]]:
-        results: list[Item] = []
-        saved: list[Saved] = []
-        for index, link_id in enumerate(body.ids):
-            try:
-                link = links.find_link(session, caller, link_id)
-            except ServiceError as exc:
-                if body.atomic:
-                    raise _refuse(index, exc) from None
-                results.append(_failed(index, exc))
-                continue
-            slug = link.slug
-            session.delete(link)
-            session.flush()
-            version = drive(searchfeed.bump(session_run(session), dialect, caller.account_id, link_id))
-            saved.append((version, None, link_id, slug))
-            results.append({"index": index, "status": 200, "deleted": True, "id": link_id})
-        return results, saved
+    def remove(session: Session, index: int, link_id: str) -> tuple[Item, Saved]:
+        link = links.find_link(session, caller, link_id)
+        slug = link.slug
+        session.delete(link)
+        session.flush()
+        version = drive(searchfeed.bump(session_run(session), dialect, caller.account_id, link_id))
+        return {"index": index, "status": 200, "deleted": True, "id": link_id}, (version, None, link_id, slug)
 
-    return _write(rt, caller, work)
+    return _write(rt, caller, lambda session: each(session, body, remove))
