@@ -9,13 +9,15 @@ from typing import Any
 
 import orjson
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, text, update
 from starlette.testclient import TestClient
 
 from slugline.accounts import service as accounts
-from slugline.common.models import Link
+from slugline.common.models import Account as AccountRow
+from slugline.common.models import Link, LinkChange
 from slugline.links import importer
 from slugline.runtime import Runtime
+from slugline.search import feed
 from tests.support.helpers import CHROME, LINKS, SQLITE_ONLY, Account, create
 
 EXPORT = f"{LINKS}/export"
@@ -125,9 +127,71 @@ def test_another_accounts_slug_is_never_overwritten(client: TestClient, runtime:
 def test_batches_follow_one_another(
     client: TestClient, runtime: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(importer, "BATCH", 3)
+    monkeypatch.setattr(importer, "BATCH", 3)  # the default batch
     rows = [{"slug": f"b{n}", "destination_url": f"https://example.com/{n}"} for n in range(10)]
     data = b"".join(orjson.dumps(row) + b"\n" for row in rows + rows[:2])
     report = run_import(runtime, "alice", data, "ndjson")
     assert (report["created"], report["skipped"]) == (10, 2)
     assert client.get(LINKS, params={"q": "example"}, headers=alice.auth()).json()["pagination"]["total"] == 10
+
+
+def test_a_big_import_keeps_the_feed_exact_and_the_index_current(
+    client: TestClient, runtime: Runtime, alice: Account
+) -> None:
+    """Batched writes: every link still takes its own version; the feed keeps the last `KEEP` rows, in a row; the
+    SQLite triggers of a single create are there afterwards; an index built before the import answers for it."""
+    assert client.get(LINKS, params={"q": "example"}, headers=alice.auth()).json()["pagination"]["total"] == 0
+    count = feed.KEEP + 500
+    rows = [
+        {"slug": f"big{n}", "destination_url": f"https://example.com/{n}", "hashtags": ["bulk"]} for n in range(count)
+    ]
+    data = b"".join(orjson.dumps(row) + b"\n" for row in rows)
+    report = importer.import_links(
+        runtime, accounts.operator(runtime, "alice"), io.StringIO(data.decode()), "ndjson", batch=700
+    )
+    assert report["created"] == count, report
+    with runtime.db.engine.connect() as conn:
+        version = conn.scalar(select(AccountRow.links_version).where(AccountRow.username == "alice"))
+        versions = conn.scalars(select(LinkChange.version).order_by(LinkChange.version)).all()
+        if conn.dialect.name == "sqlite":
+            triggers = set(conn.scalars(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")))
+            assert {"links_created", "link_changes_bump"} <= triggers
+    assert version == count and versions == list(range(count - feed.KEEP + 1, count + 1))
+    answer = client.get(LINKS, params={"q": "#bulk", "per": 1}, headers=alice.auth()).json()
+    assert answer["pagination"]["total"] == count
+    made = create(client, alice, slug="after", hashtags=["bulk"])  # a single create follows on from the import
+    assert made.status_code == 201, made.text
+    assert client.get(LINKS, params={"q": "#bulk"}, headers=alice.auth()).json()["pagination"]["total"] == count + 1
+
+
+def test_a_slug_taken_meanwhile_retries_the_batch(
+    client: TestClient, runtime: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A concurrent writer's slug (the lookup missed it) refuses the batch's statement: nothing of the batch stays,
+    and the batch is decided again."""
+    create(client, alice, slug="raced", destination_url="https://example.com/raced")
+    looked_up = importer._existing
+    calls: list[int] = []
+
+    def blind_once(session: Any, slugs: list[str], ids: list[Any]) -> Any:
+        calls.append(1)
+        return {} if len(calls) == 1 else looked_up(session, slugs, ids)
+
+    monkeypatch.setattr(importer, "_existing", blind_once)
+    rows = [{"slug": "first", "destination_url": "https://example.com/1"}]
+    rows += [{"slug": "raced", "destination_url": "https://example.com/raced"}]
+    report = run_import(runtime, "alice", b"".join(orjson.dumps(row) + b"\n" for row in rows), "ndjson")
+    assert (report["created"], report["skipped"], len(calls)) == (1, 1, 2), report
+    assert sorted(link["slug"] for link in client.get(LINKS, headers=alice.auth()).json()["data"]) == ["first", "raced"]
+    assert create(client, alice, slug="later").status_code == 201
+
+
+def test_a_dry_run_finds_a_slug_repeated_in_a_later_batch(client: TestClient, runtime: Runtime, alice: Account) -> None:
+    rows = [{"slug": f"d{n}", "destination_url": f"https://example.com/{n}"} for n in range(5)]
+    rows += [rows[0], {"slug": "d1", "destination_url": "https://example.com/elsewhere"}]
+    data = b"".join(orjson.dumps(row) + b"\n" for row in rows)
+    lines = io.StringIO(data.decode())
+    report = importer.import_links(runtime, accounts.operator(runtime, "alice"), lines, "ndjson", dry_run=True, batch=2)
+    assert (report["created"], report["skipped"], report["conflicts"]) == (5, 1, 1), report
+    assert report["problems"][0]["message"] == "slug 'd1' is already taken (for a link earlier in the file)"
+    assert client.get(LINKS, headers=alice.auth()).json()["pagination"]["total"] == 0

@@ -6,9 +6,11 @@ same slug with another destination (this account's or another's: slugs are globa
 overwritten, unless `overwrite` asks to change this account's link to the file's fields. A new link keeps the file's
 id when it is free (so references to it stay valid on a new server), its clicks count and its times.
 
-The file is read and written in batches of `BATCH` rows, each one transaction whose links the caches and the search
-index learn of once it commits, so memory follows the batch, not the file. A row that is not a valid link is
-reported with its number and skipped.
+The file is read and written in batches of `BATCH` rows, each one transaction: one lookup of the batch's slugs and
+ids, then its new links in one statement (`importwrite`), so a million links go in at tens of thousands a second.
+The caches and the search index learn of a batch's links once it commits, so memory follows the batch, not the file
+(a dry run, which writes nothing, also keeps a pair of hashes per link to find a slug repeated in the file). A row
+that is not a valid link is reported with its number and skipped.
 """
 
 from __future__ import annotations
@@ -21,21 +23,22 @@ from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from slugline import _core
 from slugline.common.caller import Caller
 from slugline.common.clock import utcnow
-from slugline.common.errors import ServiceError, describe_validation
+from slugline.common.errors import Conflict, ServiceError, describe_validation
 from slugline.common.inputs import LinkCreate
 from slugline.common.models import Link, LinkRecord
 from slugline.common.visibility import Visibility
-from slugline.links import events, files, peers
+from slugline.links import events, files, importwrite, peers
 from slugline.links import service as links
 from slugline.runtime import Runtime
 from slugline.storage.loopwrite import drive, session_run
 
-BATCH = 500
+BATCH = 2_000
 MAX_LISTED = 100  # conflicts and errors listed in the report; the counts go on past it
 CHECKED = ("slug", "destination_url", "title", "description", "note", "hashtags")  # validated as a create's
 KEPT = frozenset(f.name for f in dataclasses.fields(LinkRecord)) - {"account_id"}
@@ -50,6 +53,7 @@ class Report:
     conflicts: int = 0
     errors: int = 0
     problems: list[dict[str, Any]] = field(default_factory=list)  # the first MAX_LISTED conflicts and errors
+    seen: dict[int, int] = field(default_factory=dict, repr=False)  # a batch's slugs' and destinations' hashes
 
     def note(self, row: int, kind: str, message: str) -> None:
         if kind == "conflict":
@@ -59,57 +63,98 @@ class Report:
         if len(self.problems) < MAX_LISTED:
             self.problems.append({"row": row, "kind": kind, "message": message})
 
+    def add(self, part: Report) -> None:
+        """A batch's counts and problems (once it is written)."""
+        for name in ("created", "skipped", "overwritten", "conflicts", "errors"):
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        self.problems += part.problems[: MAX_LISTED - len(self.problems)]
+
     def answer(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {name: value for name, value in dataclasses.asdict(self).items() if name != "seen"}
 
 
 def import_links(
-    rt: Runtime, caller: Caller, lines: Iterable[str], fmt: str, dry_run: bool = False, overwrite: bool = False
+    rt: Runtime,
+    caller: Caller,
+    lines: Iterable[str],
+    fmt: str,
+    dry_run: bool = False,
+    overwrite: bool = False,
+    batch: int | None = None,
 ) -> dict[str, Any]:
-    """Blocking: reads `lines` (a file's text, as `files.read` takes it) and writes the account's links."""
+    """Blocking: reads `lines` (a file's text, as `files.read` takes it) and writes the account's links, `batch`
+    (`BATCH`) rows a transaction."""
     report = Report(dry_run)
-    seen: dict[str, str] = {}  # slug -> destination of every link this import made or kept
+    # slug -> destination of every link this import made or kept. A real import needs it within a batch only (the
+    # database knows the earlier ones); a dry run writes nothing, so it keeps one (hashed) entry per link of the file.
+    seen: dict[int, int] = {}
     rows = enumerate(peers.read(lines, fmt) if fmt in peers.FORMATS else files.read(lines, fmt), 1)
     try:
-        while batch := list(itertools.islice(rows, BATCH)):
-            _batch(rt, caller, batch, report, seen, overwrite)
+        while part := list(itertools.islice(rows, batch or BATCH)):
+            _batch(rt, caller, list(_checked(part, report)), report, seen if dry_run else {}, overwrite)
     except files.BadRow as exc:
         report.note(0, "error", str(exc))
     return report.answer()
 
 
 Numbered = list[tuple[int, dict[str, Any] | files.BadRow]]  # rows with their number in the file, from 1
+Checked = list[tuple[int, dict[str, Any]]]
+Saved = list[tuple[int, LinkRecord, str | None]]  # (version, link, old slug) of each write
 
 
-def _batch(rt: Runtime, caller: Caller, batch: Numbered, report: Report, seen: dict[str, str], overwrite: bool) -> None:
-    """One batch in one transaction; then the caches and the search index learn of its links."""
-    checked = list(_checked(batch, report))
-    saved: list[tuple[int, LinkRecord, str | None]] = []
-    with rt.db.writing() as session:
-        found = _existing(session, [row["slug"] for _, row in checked], [row.get("id") for _, row in checked])
-        dialect = rt.db.engine.dialect.name
-        for number, row in checked:
-            slug, destination = row["slug"], row["destination_url"]
-            there = found.get(slug) or ((caller.account_id, seen[slug], None) if slug in seen else None)
-            if there is not None and there[1] == destination and there[0] == caller.account_id:
-                report.skipped += 1
-            elif there is not None and not (overwrite and there[0] == caller.account_id and there[2] is not None):
-                report.note(number, "conflict", f"slug '{slug}' is already taken (for {there[1]})")
-            elif there is not None:
-                try:
-                    if not report.dry_run:
-                        saved.append(_overwrite(session, caller, str(there[2]), row, dialect))
-                    report.overwritten += 1
-                except ServiceError as exc:  # refused before anything was written (a password link without one)
-                    report.note(number, "error", exc.message)
-            else:
-                link = _record(caller, row, found)
-                if not report.dry_run:
-                    saved.append((drive(links.write_new(dialect, link, session_run(session))), link, None))
-                report.created += 1
-            seen[slug] = destination
-    for version, link, old_slug in saved:
+def _batch(rt: Runtime, caller: Caller, checked: Checked, report: Report, seen: dict[int, int], over: bool) -> None:
+    """One batch in one transaction (tried again once when a concurrent writer took a slug or an id meanwhile:
+    nothing of it was written); then the caches and the search index learn of its links, in version order."""
+    for attempt in range(2):
+        part = Report(report.dry_run)
+        try:
+            with rt.db.writing() as session:
+                saved = _decide(session, caller, checked, part, seen, over)
+        except IntegrityError:
+            if attempt:
+                raise Conflict("a slug or id was taken by another writer meanwhile: run the import again") from None
+            continue
+        break
+    report.add(part)
+    seen.update(part.seen)
+    for version, link, old_slug in sorted(saved, key=lambda item: item[0]):
         events.link_saved(rt, caller.account_id, version, link, old_slug)
+
+
+def _decide(
+    session: Session, caller: Caller, checked: Checked, report: Report, seen: dict[int, int], overwrite: bool
+) -> Saved:
+    """What each row comes to (created, skipped, conflict, overwritten), written unless it is a dry run. The rows
+    of earlier batches are in `seen` (a dry run's) or in the database; this batch's go to `report.seen`."""
+    found = _existing(session, [row["slug"] for _, row in checked], [row.get("id") for _, row in checked])
+    dialect = session.get_bind().dialect.name
+    saved: Saved = []
+    made: list[LinkRecord] = []
+    for number, row in checked:
+        slug, destination = row["slug"], row["destination_url"]
+        earlier = report.seen.get(hash(slug), seen.get(hash(slug)))
+        there = found.get(slug) or ((caller.account_id, earlier, None) if earlier is not None else None)
+        mine = there is not None and there[0] == caller.account_id
+        if there is not None and mine and there[1] in (destination, hash(destination)):
+            report.skipped += 1
+        elif there is not None and not (overwrite and mine and there[2] is not None):
+            shown = there[1] if isinstance(there[1], str) else "a link earlier in the file"
+            report.note(number, "conflict", f"slug '{slug}' is already taken (for {shown})")
+        elif there is not None:
+            try:
+                if not report.dry_run:
+                    saved.append(_overwrite(session, caller, str(there[2]), row, dialect))
+                report.overwritten += 1
+            except ServiceError as exc:  # refused before anything was written (a password link without one)
+                report.note(number, "error", exc.message)
+        else:
+            made.append(_record(caller, row, found))
+            report.created += 1
+        report.seen[hash(slug)] = hash(destination)
+    if made and not report.dry_run:
+        first = importwrite.write_links(session, caller.account_id, made)
+        saved += [(first + n, link, None) for n, link in enumerate(made)]
+    return saved
 
 
 def _checked(batch: Numbered, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:

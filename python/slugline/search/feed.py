@@ -29,7 +29,7 @@ PRUNE_EVERY = 100
 
 CHANGES = cast(Table, LinkChange.__table__)  # plain Core on the table: no ORM bookkeeping per write
 _ACCOUNTS = cast(Table, Account.__table__)
-_PRUNE = delete(CHANGES).where(
+PRUNE = delete(CHANGES).where(
     CHANGES.c.account_id == bindparam("account"), CHANGES.c.version <= bindparam("oldest_gone")
 )
 
@@ -70,7 +70,7 @@ def prune_due(version: int) -> bool:
 async def prune(run: Run, account_id: int, version: int) -> None:
     """Rows too old to keep go, on every `PRUNE_EVERY`-th version (in its transaction, or just after it)."""
     if prune_due(version):
-        await run(_PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
+        await run(PRUNE, {"account": account_id, "oldest_gone": version - KEEP})
 
 
 def changed_since(
