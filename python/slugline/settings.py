@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     busy_wait_seconds: float = Field(default=2.0, ge=0, le=30)
     # Ports the metadata fetcher may connect to (comma-separated).
     fetch_ports: str = "80,443"
+    # Bytes of a links file sent to `POST /links/import` or the dashboard's import page (streamed to a temporary file).
+    import_max_mb: int = Field(default=256, ge=1, description="largest import upload, MiB")
     # Seconds a client has to send a request body (JSON or a password form) once the headers are in; then 408.
     body_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # Bytes of clicks buffered per worker before new ones are dropped (and counted in /health).

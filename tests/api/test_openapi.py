@@ -251,8 +251,8 @@ def test_request_bodies_are_named_components(client: TestClient) -> None:
     bodies = {}
     for method, path, op in operations(doc):
         if "requestBody" in op:
-            ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-            bodies[method, path] = ref.removeprefix("#/components/schemas/")
+            [body] = op["requestBody"]["content"].values()  # JSON, or the import's form
+            bodies[method, path] = body["schema"]["$ref"].removeprefix("#/components/schemas/")
     assert bodies == {
         ("post", "/api/v1/links"): "LinkCreate",
         ("put", "/api/v1/links/{link_id}"): "LinkUpdate",
@@ -261,6 +261,7 @@ def test_request_bodies_are_named_components(client: TestClient) -> None:
         ("post", "/api/v1/api-key"): "KeyRequest",
         ("post", "/api/v1/webhooks"): "WebhookCreate",
         ("patch", "/api/v1/webhooks/{webhook_id}"): "WebhookUpdate",
+        ("post", "/api/v1/links/import"): "ImportForm",
     } | {key: name for key, name in bodies.items() if key[1].startswith("/api/v1/links/bulk")}
     for name, schema in schemas.items():
         assert not {"anyOf", "oneOf"} & schema.keys(), name
@@ -311,9 +312,13 @@ def test_every_operation_has_a_valid_example(client: TestClient) -> None:
         for status, media_type, content in shown:
             check(content["example"], rebased(content["schema"]), (method, path, status, media_type))
         if "requestBody" in op:
-            body = op["requestBody"]["content"]["application/json"]
+            [(media_type, body)] = op["requestBody"]["content"].items()
             check(body["example"], rebased(body["schema"]), (method, path, "body"))
-            res = client.request(method, path, json=body["example"])  # and the service takes it (auth aside)
+            if media_type == "application/json":
+                res = client.request(method, path, json=body["example"])  # and the service takes it (auth aside)
+            else:  # a form: its file as a file
+                form = {name: value for name, value in body["example"].items() if name != "file"}
+                res = client.request(method, path, data=form, files={"file": ("x", body["example"]["file"])})
             assert res.status_code != 422, (method, path, res.text)
 
 

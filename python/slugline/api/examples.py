@@ -104,6 +104,20 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
         NEW_LINK,
     ),
     "exportLinks": (None, "id,slug,short_url,destination_url,title\n"),
+    "importLinks": (
+        {"file": "slug,destination_url\nrust-book,https://doc.rust-lang.org/book/\n", "format": "csv"},
+        {
+            "dry_run": False,
+            "created": 1,
+            "skipped": 0,
+            "overwritten": 0,
+            "conflicts": 1,
+            "errors": 0,
+            "problems": [
+                {"row": 2, "kind": "conflict", "message": "slug 'docs' is already taken (for https://a.example/)"}
+            ],
+        },
+    ),
     "createLinks": (
         {"links": [{"destination_url": "https://doc.rust-lang.org/book/", "slug": "rust-book"}], "atomic": False},
         {"results": [{"index": 0, "status": 201, "link": NEW_LINK}], "succeeded": 1, "failed": 0},
@@ -205,7 +219,8 @@ def attach(op: dict[str, Any], status: int) -> None:
         return
     request, answer = found
     if request is not None and "requestBody" in op:
-        op["requestBody"]["content"]["application/json"]["example"] = request
+        for content in op["requestBody"]["content"].values():  # JSON, or a form (an import's upload)
+            content["example"] = request
     success = op["responses"].get(str(status), {})
     # A copy: an answer's description may be shared by operations and media types (see `operations.EXPORT`).
     success["content"] = content_types = copy.deepcopy(success.get("content", {}))

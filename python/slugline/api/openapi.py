@@ -122,7 +122,8 @@ def complete(doc: dict[str, Any], prefix: str) -> dict[str, Any]:
                 op["security"] = [{"bearerAuth": []}] + ([{}] if spec.auth == "optional" else [])
             for param in op.get("parameters", ()):
                 _refuse_nul(param["schema"])
-            body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+            forms = op.get("requestBody", {}).get("content", {})
+            body = forms.get("application/json") or forms.get("multipart/form-data") or {}
             _refuse_nul(body.get("schema", {}))
             _name_body(body, models, op.get("operationId", ""))
             examples.attach(op, spec.status)

@@ -82,6 +82,38 @@ BULK = {
         }
     },
 }
+_PROBLEM = {
+    "type": "object",
+    "required": ["row", "kind", "message"],
+    "properties": {
+        "row": {"type": "integer", "description": "The row's number in the file, from 1 (0: the file as a whole)"},
+        "kind": {"type": "string", "enum": ["conflict", "error"]},
+        "message": {"type": "string"},
+    },
+}
+_COUNT = {"type": "integer", "minimum": 0}
+IMPORT_REPORT = {
+    "description": "What the import did (or, with dry_run, would do): counts of the file's rows, and the first 100 "
+    "conflicts and errors",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["dry_run", "created", "skipped", "overwritten", "conflicts", "errors", "problems"],
+                "properties": {
+                    "dry_run": {"type": "boolean"},
+                    "created": _COUNT,
+                    "skipped": {**_COUNT, "description": "Already there with the same destination"},
+                    "overwritten": _COUNT,
+                    "conflicts": {**_COUNT, "description": "Slugs taken with another destination, left as they are"},
+                    "errors": {**_COUNT, "description": "Rows that are not valid links, left out"},
+                    "problems": {"type": "array", "items": _PROBLEM},
+                },
+            }
+        }
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -111,6 +143,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("patch", "/links/bulk"): Operation(None, (*BODY, 403, 404, 409, *KEYED), "key", answer=BULK),
     ("delete", "/links/bulk"): Operation(None, (*BODY, 404, *KEYED), "key", answer=BULK),
     ("get", "/links/export"): Operation(None, (422, *KEYED), "key", answer=LINK_EXPORT),
+    ("post", "/links/import"): Operation(None, (*BODY, 409, *KEYED), "key", answer=IMPORT_REPORT),
     ("get", "/links/{link_id}"): Operation(outputs.Link, (404, *KEYED), "key"),
     ("put", "/links/{link_id}"): Operation(outputs.Link, (*BODY, 404, 409, *KEYED), "key"),
     ("delete", "/links/{link_id}"): Operation(outputs.Deleted, (404, *KEYED), "key"),

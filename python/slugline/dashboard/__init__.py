@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from slugline.dashboard import account, analytics, auth, editing, links, webhooks
+from slugline.dashboard import account, analytics, auth, editing, importing, links, webhooks
 from slugline.dashboard.pages import redirect, render
 from slugline.dashboard.session import CsrfRefused, PageError, SignInRequired, visitor
 
@@ -19,8 +19,8 @@ CSRF_MESSAGE = "this form has expired or did not come from this site: reload the
 
 
 def install(app: FastAPI) -> None:
-    # editing before links: /app/links/new must not be taken for a link id
-    for module in (auth, editing, links, analytics, account, webhooks):
+    # editing and importing before links: /app/links/new and /app/links/import must not be taken for a link id
+    for module in (auth, editing, importing, links, analytics, account, webhooks):
         app.include_router(module.router)
     app.mount("/app/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
 

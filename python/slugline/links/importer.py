@@ -32,12 +32,13 @@ from slugline.common.clock import utcnow
 from slugline.common.errors import Conflict, ServiceError, describe_validation
 from slugline.common.inputs import LinkCreate
 from slugline.common.models import Link, LinkRecord
-from slugline.common.visibility import Visibility
+from slugline.common.visibility import HIDDEN_LEVELS, Visibility
 from slugline.links import events, files, importwrite, peers
 from slugline.links import service as links
 from slugline.runtime import Runtime
 from slugline.storage.loopwrite import drive, session_run
 
+FORMATS = ("csv", "ndjson", *peers.FORMATS)
 BATCH = 2_000
 MAX_LISTED = 100  # conflicts and errors listed in the report; the counts go on past it
 CHECKED = ("slug", "destination_url", "title", "description", "note", "hashtags")  # validated as a create's
@@ -91,7 +92,7 @@ def import_links(
     rows = enumerate(peers.read(lines, fmt) if fmt in peers.FORMATS else files.read(lines, fmt), 1)
     try:
         while part := list(itertools.islice(rows, batch or BATCH)):
-            _batch(rt, caller, list(_checked(part, report)), report, seen if dry_run else {}, overwrite)
+            _batch(rt, caller, list(_checked(caller, part, report)), report, seen if dry_run else {}, overwrite)
     except files.BadRow as exc:
         report.note(0, "error", str(exc))
     return report.answer()
@@ -157,8 +158,9 @@ def _decide(
     return saved
 
 
-def _checked(batch: Numbered, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The rows that are links a create would take (and a known visibility, a password link with its hash)."""
+def _checked(caller: Caller, batch: Numbered, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows that are links a create would take (and a known visibility, a password link with its hash, a level
+    the caller's key may make: a public-only key imports no hidden link)."""
     for number, row in batch:
         if isinstance(row, files.BadRow):
             report.note(number, "error", str(row))
@@ -174,6 +176,8 @@ def _checked(batch: Numbered, report: Report) -> Iterator[tuple[int, dict[str, A
             continue
         if "slug" not in row:
             report.note(number, "error", "slug is required")
+        elif caller.public_only and visibility in HIDDEN_LEVELS:
+            report.note(number, "error", "a public-only key cannot import a private or password-protected link")
         elif visibility == Visibility.PASSWORD and not row.get("password_hash"):
             report.note(number, "error", "a password link needs its password_hash")
         else:

@@ -12,7 +12,8 @@ from pydantic import BaseModel
 from slugline.api.deps import ApiCaller, IdempotencyKey, JsonBody, RuntimeDep, idempotency_json
 from slugline.api.openapi import body_schema, query_schema
 from slugline.common.inputs import LinkCreate, LinkUpdate, object_schema
-from slugline.links import bulk, export, idempotency
+from slugline.links import bulk, export, idempotency, importer
+from slugline.web import importing
 from slugline.web.request import client_ip
 from slugline.web.responses import JSON, Download
 
@@ -81,3 +82,38 @@ async def update_links(rt: RuntimeDep, caller: ApiCaller, request: Request, body
 )
 async def delete_links(rt: RuntimeDep, caller: ApiCaller, request: Request, body: JsonBody) -> JSON:
     return JSON(await bulk.delete_links(rt, caller, body, client_ip(request.scope)))
+
+
+IMPORT_FORM = {
+    "type": "object",
+    "title": "ImportForm",
+    "required": ["file"],
+    "properties": {
+        "file": {"type": "string", "format": "binary", "description": "The file to import: UTF-8 text"},
+        "format": {
+            "type": "string",
+            "enum": list(importer.FORMATS),
+            "description": "What wrote the file: csv or ndjson (GET /links/export), shlink, yourls (its CSV or its SQL "
+            "dump's yourls_url rows), kutt or bitly. Default: from the file name (.ndjson, .json for kutt, .sql for "
+            "yourls), else csv",
+        },
+        "dry_run": {"type": "boolean", "default": False, "description": "Report what would happen; write nothing"},
+        "overwrite": {
+            "type": "boolean",
+            "default": False,
+            "description": "Change this account's links whose slug the file holds with another destination",
+        },
+    },
+}
+
+
+@router.post(
+    "/import",
+    openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": IMPORT_FORM}}}},
+    summary="Import a links file (ours, or a Shlink, YOURLS, Kutt or Bitly export) as a multipart upload, streamed: "
+    "the same report as slugline links import; a slug already there with the same destination is skipped, with "
+    "another destination a conflict unless overwrite",
+)
+async def import_links(rt: RuntimeDep, caller: ApiCaller, request: Request) -> JSON:
+    content_type = request.headers.get("content-type", "")
+    return JSON(await importing.import_upload(rt, caller, content_type, request.stream()))
