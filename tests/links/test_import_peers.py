@@ -93,3 +93,55 @@ def test_a_file_that_is_not_the_format_is_reported(client: TestClient, runtime: 
     assert report["errors"] == 1 and report["problems"][0]["message"].startswith("not JSON")
     report = run(runtime, "yourls", "shlink.csv")
     assert (report["created"], report["errors"]) == (0, 3) and "keyword" in report["problems"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    "name, expected, bad",
+    [
+        (
+            "yourls-mysqldump.sql",
+            {
+                "sq1": (
+                    "https://example.org/one?a=1&b=(2)",
+                    'It\'s one; with (parens), "quotes"',
+                    5,
+                    "2019-05-06T07:08:09",
+                ),
+                "sq2": ("http://example.org/two", None, 0, "2019-05-07T00:00:00"),
+            },
+            1,  # 'bad key' is no slug
+        ),
+        (
+            "yourls-phpmyadmin.sql",
+            {
+                "pma1": ("https://example.com/first", "First, 'quoted' title", 12, "2024-02-29T23:59:59"),
+                "pma2": ("https://example.com/second", "Two\nlines", 0, "2024-03-01T08:00:00"),
+            },
+            0,
+        ),
+    ],
+)
+def test_a_yourls_sql_dump_is_read_from_its_url_tables_inserts(
+    client: TestClient, runtime: Runtime, alice: Account, name: str, expected: dict[str, Any], bad: int
+) -> None:
+    """mysqldump's extended inserts and phpMyAdmin's column-listed ones; the log and options tables are passed over."""
+    report = run(runtime, "yourls", name)
+    assert (report["created"], report["errors"]) == (2, bad), report
+    got = {
+        slug: (row["destination_url"], row["title"], row["clicks"], row["created_at"][:19])
+        for slug, row in stored(client, alice).items()
+    }
+    assert got == expected
+    assert run(runtime, "yourls", name)["skipped"] == 2
+
+
+def test_a_dump_split_anywhere_reads_the_same() -> None:
+    """Statements and strings cut across lines at every place read the same rows (the dump is read as it comes)."""
+    from slugline.links import yourlsdump
+
+    text = (SAMPLES / "yourls-mysqldump.sql").read_text()
+    whole = list(yourlsdump.read([text]))
+    assert [row["keyword"] for row in whole if isinstance(row, dict)] == ["sq1", "sq2", "bad key"]
+    start = text.index("INSERT INTO `yourls_url`")
+    for cut in range(start, start + 200, 7):
+        assert list(yourlsdump.read([text[:cut], text[cut:]])) == whole, cut

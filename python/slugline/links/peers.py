@@ -5,7 +5,7 @@ The columns are the ones each project writes (header names compared without case
 - `shlink`: the CSV its web client exports (`createdAt, domain, shortCode, shortUrl, longUrl, title, tags, visits`,
   tags split by `|`, or `,` in older clients).
 - `yourls`: its `yourls_url` table as CSV with a header row (`keyword, url, title, timestamp, ip, clicks`), as a
-  database tool exports it.
+  database tool exports it, or a MySQL dump of it (mysqldump's or phpMyAdmin's INSERT statements: `yourlsdump`).
 - `kutt`: the JSON its API answers for `GET /api/v2/links` (`{"data": [{address, target, description, visit_count,
   created_at, expire_in, ...}]}`), one answer or a list of links.
 - `bitly`: its links CSV (`long_url`, `link` or `bitlink`, `custom_bitlinks`, `title`, `tags`, `created_at`,
@@ -19,8 +19,9 @@ out (the import's time is used).
 from __future__ import annotations
 
 import csv
+import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from slugline.common.clock import as_utc
+from slugline.links import yourlsdump
 from slugline.links.files import BadRow
 
 FORMATS = ("shlink", "yourls", "kutt", "bitly")
@@ -39,13 +41,25 @@ def read(lines: Iterable[str], fmt: str) -> Iterator[Row | BadRow]:
     if fmt == "kutt":
         yield from _kutt("".join(lines))
         return
+    lines = iter(lines)
+    first = next((line for line in lines if line.strip()), "")
+    lines = itertools.chain([first], lines)
     mapping = MAPPINGS[fmt]
+    if fmt == "yourls" and yourlsdump.is_dump(first):
+        for n, found in enumerate(yourlsdump.read(lines), 1):
+            yield found if isinstance(found, BadRow) else _mapped(mapping, found, f"row {n}")
+        return
     for n, found in enumerate(csv.DictReader(lines), 2):
-        plain = {_key(name): (value or "").strip() for name, value in found.items() if name is not None}
-        try:
-            yield {name: value for name, value in mapping(plain).items() if value not in (None, "")}
-        except (KeyError, ValueError) as exc:
-            yield BadRow(f"line {n}: {exc}")
+        yield _mapped(mapping, found, f"line {n}")
+
+
+def _mapped(mapping: Callable[[Row], Row], found: Mapping[Any, Any], where: str) -> Row | BadRow:
+    """A row of the peer's file as ours (its column names compared without case, spaces or underscores)."""
+    plain = {_key(name): "" if value is None else str(value).strip() for name, value in found.items() if name}
+    try:
+        return {name: value for name, value in mapping(plain).items() if value not in (None, "")}
+    except (KeyError, ValueError) as exc:
+        return BadRow(f"{where}: {exc}")
 
 
 def _key(name: str) -> str:
