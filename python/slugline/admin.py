@@ -255,7 +255,7 @@ def links_import(rt: Runtime, args: argparse.Namespace) -> Any:
     from slugline.links import importer
 
     caller = accounts.operator(rt, args.account)
-    fmt = args.format or ("ndjson" if args.file.lower().endswith((".ndjson", ".jsonl")) else "csv")
+    fmt = args.format or importer.guess_format(args.file)
     with open(args.file, encoding="utf-8-sig", newline="") as lines:  # newline="": the csv module reads line ends
         return importer.import_links(rt, caller, lines, fmt, dry_run=args.dry_run, overwrite=args.overwrite)
 

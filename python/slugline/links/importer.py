@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -29,49 +27,23 @@ from sqlalchemy.orm import Session
 from slugline import _core
 from slugline.common.caller import Caller
 from slugline.common.clock import utcnow
-from slugline.common.errors import Conflict, ServiceError, describe_validation
-from slugline.common.inputs import LinkCreate
+from slugline.common.errors import Conflict, ServiceError
 from slugline.common.models import Link, LinkRecord
-from slugline.common.visibility import HIDDEN_LEVELS, Visibility
-from slugline.links import events, files, importwrite, peers
+from slugline.links import events, files, importrows, importwrite, peers
 from slugline.links import service as links
+from slugline.links.importrows import CHECKED, Report
 from slugline.runtime import Runtime
 from slugline.storage.loopwrite import drive, session_run
 
 FORMATS = ("csv", "ndjson", *peers.FORMATS)
+GUESSED = {".ndjson": "ndjson", ".jsonl": "ndjson", ".json": "kutt", ".sql": "yourls"}  # by the file name's end
 BATCH = 2_000
-MAX_LISTED = 100  # conflicts and errors listed in the report; the counts go on past it
-CHECKED = ("slug", "destination_url", "title", "description", "note", "hashtags")  # validated as a create's
 KEPT = frozenset(f.name for f in dataclasses.fields(LinkRecord)) - {"account_id"}
 
 
-@dataclass
-class Report:
-    dry_run: bool
-    created: int = 0
-    skipped: int = 0
-    overwritten: int = 0
-    conflicts: int = 0
-    errors: int = 0
-    problems: list[dict[str, Any]] = field(default_factory=list)  # the first MAX_LISTED conflicts and errors
-    seen: dict[int, int] = field(default_factory=dict, repr=False)  # a batch's slugs' and destinations' hashes
-
-    def note(self, row: int, kind: str, message: str) -> None:
-        if kind == "conflict":
-            self.conflicts += 1
-        else:
-            self.errors += 1
-        if len(self.problems) < MAX_LISTED:
-            self.problems.append({"row": row, "kind": kind, "message": message})
-
-    def add(self, part: Report) -> None:
-        """A batch's counts and problems (once it is written)."""
-        for name in ("created", "skipped", "overwritten", "conflicts", "errors"):
-            setattr(self, name, getattr(self, name) + getattr(part, name))
-        self.problems += part.problems[: MAX_LISTED - len(self.problems)]
-
-    def answer(self) -> dict[str, Any]:
-        return {name: value for name, value in dataclasses.asdict(self).items() if name != "seen"}
+def guess_format(filename: str) -> str:
+    """The format a file's name says (CSV when it says none)."""
+    return next((fmt for end, fmt in GUESSED.items() if filename.lower().endswith(end)), "csv")
 
 
 def import_links(
@@ -92,13 +64,14 @@ def import_links(
     rows = enumerate(peers.read(lines, fmt) if fmt in peers.FORMATS else files.read(lines, fmt), 1)
     try:
         while part := list(itertools.islice(rows, batch or BATCH)):
-            _batch(rt, caller, list(_checked(caller, part, report)), report, seen if dry_run else {}, overwrite)
+            _batch(
+                rt, caller, list(importrows.checked(caller, part, report)), report, seen if dry_run else {}, overwrite
+            )
     except files.BadRow as exc:
         report.note(0, "error", str(exc))
     return report.answer()
 
 
-Numbered = list[tuple[int, dict[str, Any] | files.BadRow]]  # rows with their number in the file, from 1
 Checked = list[tuple[int, dict[str, Any]]]
 Saved = list[tuple[int, LinkRecord, str | None]]  # (version, link, old slug) of each write
 
@@ -156,32 +129,6 @@ def _decide(
         first = importwrite.write_links(session, caller.account_id, made)
         saved += [(first + n, link, None) for n, link in enumerate(made)]
     return saved
-
-
-def _checked(caller: Caller, batch: Numbered, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The rows that are links a create would take (and a known visibility, a password link with its hash, a level
-    the caller's key may make: a public-only key imports no hidden link)."""
-    for number, row in batch:
-        if isinstance(row, files.BadRow):
-            report.note(number, "error", str(row))
-            continue
-        try:
-            LinkCreate.model_validate({name: row[name] for name in CHECKED if row.get(name) is not None})
-            visibility = Visibility(row.get("visibility") or Visibility.PUBLIC)
-        except ValidationError as exc:
-            report.note(number, "error", describe_validation(exc.errors(include_url=False)))
-            continue
-        except ValueError:
-            report.note(number, "error", f"visibility '{row.get('visibility')}' is not one the service knows")
-            continue
-        if "slug" not in row:
-            report.note(number, "error", "slug is required")
-        elif caller.public_only and visibility in HIDDEN_LEVELS:
-            report.note(number, "error", "a public-only key cannot import a private or password-protected link")
-        elif visibility == Visibility.PASSWORD and not row.get("password_hash"):
-            report.note(number, "error", "a password link needs its password_hash")
-        else:
-            yield number, {**row, "visibility": visibility.value}
 
 
 def _existing(session: Session, slugs: list[str], ids: list[Any]) -> dict[str, tuple[int, str, str | None]]:

@@ -29,11 +29,7 @@ _running: set[int] = set()  # accounts with an import under way in this worker
 
 def import_format(fields: dict[str, str], filename: str) -> str:
     """The form's `format`, else the file name's (`.ndjson`/`.jsonl`, `.json` for Kutt, `.sql` for YOURLS), else CSV."""
-    fmt = (fields.get("format") or "").strip().lower()
-    if not fmt:
-        name = filename.lower()
-        guessed = {".ndjson": "ndjson", ".jsonl": "ndjson", ".json": "kutt", ".sql": "yourls"}
-        fmt = next((f for end, f in guessed.items() if name.endswith(end)), "csv")
+    fmt = (fields.get("format") or "").strip().lower() or importer.guess_format(filename)
     if fmt not in importer.FORMATS:
         raise Invalid(f"format must be one of {', '.join(importer.FORMATS)}, not '{fmt[:40]}'")
     return fmt

@@ -1,0 +1,76 @@
+"""An import's rows one by one (`slugline.links.importer`): each checked as a create would check it, and the report
+the import answers, which counts every row and lists the first `MAX_LISTED` conflicts and errors."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from slugline.common.caller import Caller
+from slugline.common.errors import describe_validation
+from slugline.common.inputs import LinkCreate
+from slugline.common.visibility import HIDDEN_LEVELS, Visibility
+from slugline.links import files
+
+MAX_LISTED = 100  # conflicts and errors listed in the report; the counts go on past it
+CHECKED = ("slug", "destination_url", "title", "description", "note", "hashtags")  # validated as a create's
+Numbered = list[tuple[int, dict[str, Any] | files.BadRow]]  # rows with their number in the file, from 1
+
+
+@dataclass
+class Report:
+    dry_run: bool
+    created: int = 0
+    skipped: int = 0
+    overwritten: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    problems: list[dict[str, Any]] = field(default_factory=list)  # the first MAX_LISTED conflicts and errors
+    seen: dict[int, int] = field(default_factory=dict, repr=False)  # a batch's slugs' and destinations' hashes
+
+    def note(self, row: int, kind: str, message: str) -> None:
+        if kind == "conflict":
+            self.conflicts += 1
+        else:
+            self.errors += 1
+        if len(self.problems) < MAX_LISTED:
+            self.problems.append({"row": row, "kind": kind, "message": message})
+
+    def add(self, part: Report) -> None:
+        """A batch's counts and problems (once it is written)."""
+        for name in ("created", "skipped", "overwritten", "conflicts", "errors"):
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        self.problems += part.problems[: MAX_LISTED - len(self.problems)]
+
+    def answer(self) -> dict[str, Any]:
+        return {name: value for name, value in dataclasses.asdict(self).items() if name != "seen"}
+
+
+def checked(caller: Caller, batch: Numbered, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows that are links a create would take (and a known visibility, a password link with its hash, a level
+    the caller's key may make: a public-only key imports no hidden link)."""
+    for number, row in batch:
+        if isinstance(row, files.BadRow):
+            report.note(number, "error", str(row))
+            continue
+        try:
+            LinkCreate.model_validate({name: row[name] for name in CHECKED if row.get(name) is not None})
+            visibility = Visibility(row.get("visibility") or Visibility.PUBLIC)
+        except ValidationError as exc:
+            report.note(number, "error", describe_validation(exc.errors(include_url=False)))
+            continue
+        except ValueError:
+            report.note(number, "error", f"visibility '{row.get('visibility')}' is not one the service knows")
+            continue
+        if "slug" not in row:
+            report.note(number, "error", "slug is required")
+        elif caller.public_only and visibility in HIDDEN_LEVELS:
+            report.note(number, "error", "a public-only key cannot import a private or password-protected link")
+        elif visibility == Visibility.PASSWORD and not row.get("password_hash"):
+            report.note(number, "error", "a password link needs its password_hash")
+        else:
+            yield number, {**row, "visibility": visibility.value}
