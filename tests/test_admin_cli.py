@@ -149,9 +149,18 @@ def test_the_installed_command(settings: Settings, client: TestClient, alice: Ac
         "SLUGLINE_SECRET_KEY": settings.secret_key or "",
     }
 
-    def slugline(*args: str) -> subprocess.CompletedProcess[str]:
+    def slugline(*args: str, typed: str | None = None) -> subprocess.CompletedProcess[str]:
+        """The command; with `typed`, its standard input a terminal on which that line is typed."""
         command = [sys.executable, "-m", "slugline", *args]
-        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        if typed is None:
+            return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        typist, terminal = os.openpty()
+        try:
+            os.write(typist, typed.encode() + b"\n")
+            return subprocess.run(command, env=env, stdin=terminal, capture_output=True, text=True, timeout=120)
+        finally:
+            os.close(typist)
+            os.close(terminal)
 
     done = slugline("links", "create", "--account", "alice", "https://example.com/cli", "--slug", "from-cli")
     assert done.returncode == 0 and "slug: from-cli" in done.stdout, done.stderr
@@ -160,6 +169,16 @@ def test_the_installed_command(settings: Settings, client: TestClient, alice: Ac
     assert done.returncode == 0 and "examples:" in done.stdout and "slugline links create --account" in done.stdout
     assert slugline("keys", "list", "nobody").returncode == 1
     assert slugline("keys").returncode == 2
+
+    # Deleting asks for the name at a terminal; elsewhere it needs --yes.
+    done = slugline("accounts", "delete", "alice")
+    assert done.returncode == 2 and "--yes" in done.stderr
+    done = slugline("accounts", "delete", "alice", typed="alicia")
+    assert done.returncode == 2 and "type its name to confirm" in done.stdout and "nothing deleted" in done.stderr
+    assert slugline("accounts", "show", "alice").returncode == 0
+    done = slugline("accounts", "delete", "alice", typed="Alice")
+    assert done.returncode == 0 and "deleted account alice with 1 link(s)" in done.stdout, done.stderr
+    assert slugline("accounts", "show", "alice").returncode == 1
 
 
 def test_links_export(slugline: Any, client: TestClient, alice: Account, tmp_path: Any) -> None:
