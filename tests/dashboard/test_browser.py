@@ -285,3 +285,19 @@ def test_a_week_chart_names_each_day_under_its_bar(page: Page, server: Server) -
     assert max(gaps) - min(gaps) < 1.5  # evenly spaced
     texts_at = [label.evaluate(TEXT_SPAN) for label in labels.all()]
     assert all(a[1] <= b[0] for a, b in pairwise(texts_at)), texts_at  # none overlap
+
+
+def test_the_owner_deletes_the_account_from_settings(page: Page, server: Server) -> None:
+    name = sign_up(page, server)
+    page.get_by_role("navigation").get_by_role("link", name="Settings").click()
+    page.get_by_label("Confirm with your password").fill("not the password")
+    page.get_by_role("button", name="Delete account").click()
+    assert "password is not this account" in page.get_by_text("password is not this account").inner_text()
+    page.get_by_label("Confirm with your password").fill(PASSWORD)
+    page.get_by_role("button", name="Delete account").click()
+    page.wait_for_url(f"{server.url}/app/login?deleted=1")
+    assert "Your account was deleted" in page.get_by_role("status").inner_text()
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    assert "wrong username or password" in page.get_by_role("alert").inner_text()

@@ -68,7 +68,7 @@ class ClickRecorder:
         self._salts = SaltBook()
         self._closing = False
         self._failures = 0  # consecutive failed writes of the batch at the head of the queue
-        self._upkeep = Upkeep(rt.db, rt.settings.click_log_days)
+        self._upkeep = Upkeep(rt.db, rt.settings.click_log_days, rt.link_hooks)
         self.written = 0  # clicks written to the database since the worker started
         self.on_write: Callable[[float], None] | None = None  # given each batch write's seconds (`slugline.metrics`)
 

@@ -3,7 +3,8 @@
 Analytics read the roll-up cubes the click writer keeps beside the log (`slugline.clicks.cubes`), never the log
 itself; only a link's click list and the exports read its rows, so those are what retention shortens. Each worker's
 click writer runs a pass every `PASS_SECONDS`, between its flushes and for at most `STEP_SECONDS` after each one
-(`Upkeep`); `slugline clicks prune` runs one pass to its end.
+(`Upkeep`); `slugline clicks prune` runs one pass to its end. A worker's pass also takes away the accounts their
+owners deleted (`accounts.deletion.finish_closed`), a bounded transaction a step.
 
 SQLite: deleted in transactions of at most `BATCH` rows, each queued on the writer lock like any other write. The
 rowid is the one index that finds old clicks cheaply: rows are appended as they are written, so the oldest come
@@ -19,6 +20,7 @@ nothing is left to vacuum; a pass there also makes the partitions of the months 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Iterator
@@ -26,6 +28,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import text
 
+from slugline.accounts import deletion
 from slugline.clicks import partitions
 from slugline.common.clock import utcnow
 from slugline.storage.db import Database
@@ -74,9 +77,10 @@ def _sqlite_batches(db: Database, before: datetime) -> Iterator[int]:
 class Upkeep:
     """A worker's passes over the click log, run from its click writer's loop a little at a time."""
 
-    def __init__(self, db: Database, days: int | None) -> None:
+    def __init__(self, db: Database, days: int | None, hooks: deletion.Hooks = ()) -> None:
         self._db = db
         self._days = days
+        self._hooks = hooks  # the worker's link hooks: told of the links a deleted account's removal takes
         self._steps: Iterator[int] | None = None
         self._deleted = 0  # by the pass under way
         # The first pass one interval after the worker starts: the migration made the months ahead, and a worker
@@ -91,7 +95,9 @@ class Upkeep:
             if now < self._due:
                 return
             self._due = now + PASS_SECONDS
-            self._steps = prune(self._db, self._days)
+            # then the accounts their owners deleted (`accounts.deletion`): their steps delete no old clicks
+            closed = (0 for _ in deletion.finish_closed(self._db, self._hooks))
+            self._steps = itertools.chain(prune(self._db, self._days), closed)
         try:
             going = await asyncio.to_thread(self._run, self._steps, now + STEP_SECONDS)
         except Exception as exc:

@@ -10,12 +10,12 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from slugline.accounts import keys
+from slugline.accounts import deletion, keys
 from slugline.accounts import service as accounts
 from slugline.common.errors import ServiceError
 from slugline.dashboard.consent import connected_apps
 from slugline.dashboard.pages import field_errors, read_form, redirect, render
-from slugline.dashboard.session import Visitor, check_csrf, visitor
+from slugline.dashboard.session import Visitor, check_csrf, clear_session, visitor
 from slugline.limits import rules as limits
 from slugline.web.request import client_ip
 
@@ -72,6 +72,24 @@ async def change_password(request: Request) -> Response:
     except ServiceError as exc:
         return await _settings(request, who, exc.status, errors=field_errors(exc.message, PASSWORD_FIELDS))
     return redirect("/app/settings?changed=1")
+
+
+@router.post("/app/settings/delete")
+async def delete_account(request: Request) -> Response:
+    """The owner deletes the account, with its password: closed at once (signed out everywhere, keys void), the rest
+    taken by the servers' upkeep within minutes (`accounts.deletion.close_own`)."""
+    who = await visitor(request)
+    caller = who.require()
+    form = await read_form(request)
+    check_csrf(who, form)
+    try:
+        await limits.check_login(who.rt, client_ip(request.scope), caller.username)  # a password guess, like a login
+        await run_in_threadpool(deletion.close_own, who.rt, caller, form.get("password", ""))
+    except ServiceError as exc:
+        return await _settings(request, who, exc.status, errors=field_errors(exc.message, ("password",)))
+    response = redirect("/app/login?deleted=1")
+    clear_session(request, response)
+    return response
 
 
 @router.post("/app/settings/keys")

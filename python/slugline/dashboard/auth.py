@@ -45,7 +45,12 @@ async def login_form(request: Request) -> Response:
     next_url = safe_next(request.query_params.get("next"))
     if who.caller:
         return redirect(next_url or HOME, 302)
-    return render(request, who, "signin.html", mode="login", username="", next_url=next_url)
+    deleted = (
+        "Your account was deleted: its links, clicks and keys are being removed."
+        if request.query_params.get("deleted")
+        else None
+    )
+    return render(request, who, "signin.html", mode="login", username="", next_url=next_url, notice=deleted)
 
 
 @router.get("/app/register")
