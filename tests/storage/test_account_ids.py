@@ -51,7 +51,7 @@ def test_on_sqlite_the_rebuilt_table_keeps_rows_links_triggers_and_never_reuses_
         conn.execute(text(NEW_LINK), {"id": "l1", "account": ids[1]})
         triggers_before = conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")).all()
 
-    assert migrate.upgrade(engine) == (("0013",), ("0014",))
+    assert migrate.upgrade(engine, "0014") == (("0013",), ("0014",))
     with engine.begin() as conn:
         table = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'accounts'")).scalar_one()
         assert "AUTOINCREMENT" in table
@@ -67,7 +67,7 @@ def test_on_sqlite_the_rebuilt_table_keeps_rows_links_triggers_and_never_reuses_
     with engine.begin() as conn:  # the triggers on `accounts` and the cascade still work on the new table
         conn.execute(text("DELETE FROM accounts WHERE id = :id"), {"id": ids[1]})
         assert conn.execute(text("SELECT count(*) FROM links")).scalar_one() == 0
-    assert migrate.upgrade(engine) == (("0014",), ("0014",))
+    assert migrate.upgrade(engine, "0014") == (("0014",), ("0014",))
     engine.dispose()
 
 
