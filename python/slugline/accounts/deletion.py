@@ -118,8 +118,10 @@ def _removal(db: Database, account_id: int, gone: Gone, links: int, clicks: int,
     """The account's links in batches (each batch's clicks first), then the account: one step a transaction."""
     while batch := _next_links(db, account_id, links):
         ids = [link_id for link_id, _ in batch]
+        # Up to the first step that finds none: a short step does not mean none are left, as another worker at the
+        # same account (the upkeep of each) may have taken some of its rows.
         done = clicks
-        while done == clicks:
+        while done:
             began = time.monotonic()
             done = _delete_clicks(db, ids, clicks)
             gone.clicks += done
