@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from slugline.common.errors import ServiceError
 from slugline.dashboard.pages import render
-from slugline.dashboard.session import check_csrf, visitor
+from slugline.dashboard.session import CSRF_FIELD, check_csrf, visitor
 from slugline.links import importer
 from slugline.web import importing
 
@@ -47,6 +47,9 @@ async def import_file(request: Request) -> Response:
 
     def check(fields: dict[str, str]) -> None:
         check_csrf(who, fields)
+        del fields[CSRF_FIELD]
+        if not fields.get("format"):  # "From the file name"
+            fields.pop("format", None)
         seen.update(fields)
 
     try:

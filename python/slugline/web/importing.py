@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from slugline.common.caller import Caller
 from slugline.common.errors import Invalid, RateLimited
-from slugline.links import importer
+from slugline.links import importer, importrows
 from slugline.runtime import Runtime
 from slugline.web import multipart
 
@@ -27,19 +27,22 @@ MAX_RUNNING = 2
 _running: set[int] = set()  # accounts with an import under way in this worker
 
 
+FIELDS = (FILE_FIELD, "format", "dry_run", "overwrite")  # what the form may hold (the document says so too)
+
+
 def import_format(fields: dict[str, str], filename: str) -> str:
     """The form's `format`, else the file name's (`.ndjson`/`.jsonl`, `.json` for Kutt, `.sql` for YOURLS), else CSV."""
-    fmt = (fields.get("format") or "").strip().lower() or importer.guess_format(filename)
+    fmt = fields["format"] if "format" in fields else importer.guess_format(filename)
     if fmt not in importer.FORMATS:
         raise Invalid(f"format must be one of {', '.join(importer.FORMATS)}, not '{fmt[:40]}'")
     return fmt
 
 
 def flag(fields: dict[str, str], name: str) -> bool:
-    value = (fields.get(name) or "false").strip().lower()
-    if value not in ("true", "false", "on", "1", "0"):
+    value = fields.get(name, "false")
+    if value not in ("true", "false"):
         raise Invalid(f"{name} must be true or false")
-    return value in ("true", "on", "1")
+    return value == "true"
 
 
 async def import_upload(
@@ -50,7 +53,7 @@ async def import_upload(
     check: Callable[[dict[str, str]], None] | None = None,
 ) -> dict[str, Any]:
     """The report of importing the form's file into the caller's account (`check`: a look at the form's fields
-    before anything is imported, e.g. the dashboard's CSRF token)."""
+    before anything is imported, which may take its own out of them: the dashboard's CSRF token)."""
     settings = rt.settings
     with tempfile.TemporaryDirectory(prefix="slugline-import-") as folder:
         upload = await multipart.receive(
@@ -60,8 +63,15 @@ async def import_upload(
             check(upload.fields)
         if upload.path is None:
             raise Invalid(f"the form must hold the file to import, as its '{FILE_FIELD}' field")
+        unknown = sorted(set(upload.fields) - set(FIELDS))
+        if unknown:
+            raise Invalid(f"the form has a field the import does not know: '{unknown[0][:40]}'")
         fmt = import_format(upload.fields, upload.filename)
         dry_run, overwrite = flag(upload.fields, "dry_run"), flag(upload.fields, "overwrite")
+        if not upload.text:  # a file, but not one of links: the report says so, and nothing is read
+            report = importrows.Report(dry_run)
+            report.note(0, "error", f"the file is not UTF-8 text (byte {upload.bad_byte}): nothing was imported")
+            return report.answer()
         with _turn(caller.account_id):
             return await anyio.to_thread.run_sync(_run, rt, caller, upload.path, fmt, dry_run, overwrite)
 

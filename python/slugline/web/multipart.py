@@ -1,5 +1,6 @@
 """A `multipart/form-data` body read as it arrives: small fields kept in memory (`MAX_FIELD` bytes each), one file
-part streamed to a temporary file of at most `limit` bytes and checked to be UTF-8 text on the way, so a worker holds
+part streamed to a temporary file of at most `limit` bytes and checked to be UTF-8 text on the way (the caller says
+what a file that is not becomes: the schema's `binary` file is any bytes, so not a malformed request), so a worker holds
 a few chunks of an upload however large it is. Every way a body can be wrong is a 400 (413 past a limit, 408 for a
 client that stops sending), never a 500.
 
@@ -37,6 +38,8 @@ class Upload:
     path: Path | None = None
     filename: str = ""
     size: int = 0
+    text: bool = True  # the file is UTF-8 (else `bad_byte` is where it stops being so, from 0)
+    bad_byte: int = 0
 
 
 async def receive(
@@ -159,10 +162,11 @@ class _Reader:
         self.upload.size += len(data)
         if self.upload.size > self.limit:
             raise PayloadTooLarge(f"the file must be at most {self.limit >> 20} MiB")
-        try:
-            self.text.decode(data)
-        except UnicodeDecodeError:
-            raise BadRequest("the file must be UTF-8 text") from None
+        if self.upload.text:
+            try:
+                self.text.decode(data)
+            except UnicodeDecodeError as exc:
+                self.upload.text, self.upload.bad_byte = False, self.upload.size - len(data) + exc.start
         self.file.write(data)
 
     def _end(self) -> None:
@@ -171,7 +175,7 @@ class _Reader:
             try:
                 self.text.decode(b"", final=True)
             except UnicodeDecodeError:
-                raise BadRequest("the file must be UTF-8 text") from None
+                self.upload.text, self.upload.bad_byte = False, self.upload.size
             self.file.close()
         else:
             try:
