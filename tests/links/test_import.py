@@ -75,13 +75,12 @@ def test_export_then_import_into_an_empty_account_is_identical(
     report = run_import(runtime, "bob", written, fmt)
     assert (report["created"], report["skipped"], report["conflicts"], report["errors"]) == (7, 0, 0, 0), report
     assert export(client, bob, fmt) == written
+    again = run_import(runtime, "bob", written, fmt)  # before a visit below moves a clicks count
+    assert (again["created"], again["skipped"], again["conflicts"]) == (0, 7, 0) and export(client, bob, fmt) == written
     assert client.get(LINKS, params={"q": "#news"}, headers=bob.auth()).json()["pagination"]["total"] == 1
     assert client.get("/plain", headers={"user-agent": CHROME}, follow_redirects=False).status_code == 302
     unlocked = client.post("/locked", data={"password": "sesame-42"}, follow_redirects=False)
     assert unlocked.status_code in (302, 303), unlocked.text  # the password's hash came along
-
-    again = run_import(runtime, "bob", written, fmt)
-    assert (again["created"], again["skipped"], again["conflicts"]) == (0, 7, 0) and export(client, bob, fmt) == written
 
 
 def test_a_slug_with_another_destination_is_a_conflict_unless_overwritten(
