@@ -100,12 +100,17 @@ def _recipe_tag(name: str, base: str, *extra: str) -> str:
     return _tag(name, base, *files, *extra)
 
 
+# Builds pass --force-rm, so a step that fails leaves no stopped container behind, and a low CPU weight: in CI they
+# run beside the suite (.ci/run), whose servers and timings come first.
+BUILD = ("docker", "build", "-q", "--force-rm", "--cpu-shares", "256")
+
+
 def layered(name: str, base: str, context: Path = RECIPES, *extra: str) -> str:
     """tests/e2e/images/NAME.Dockerfile built FROM `base`, once per content of the recipe, base and `extra`."""
     recipe = RECIPES / f"{name}.Dockerfile"
     tag = _recipe_tag(name, base, *extra)
     if not _exists(tag):
-        run("docker", "build", "-q", "-f", recipe, "--build-arg", f"BASE={base}", "-t", tag, context, timeout=900)
+        run(*BUILD, "-f", recipe, "--build-arg", f"BASE={base}", "-t", tag, context, timeout=900)
     return tag
 
 
@@ -165,7 +170,7 @@ def _build_all(work: Path, tag: str) -> Images:
     base = debian(work)
     builder, runtime = rust(base, work), python(base, work)
     args = ["--build-arg", f"BUILDER_IMAGE={builder}", "--build-arg", f"RUNTIME_IMAGE={runtime}"]
-    run("docker", "build", "-q", *args, "-t", tag, ROOT, timeout=1800)
+    run(*BUILD, *args, "-t", tag, ROOT, timeout=1800)
     return Images(slugline=tag, postgres=layered("postgres", base), redis=layered("redis", base))
 
 
