@@ -7,12 +7,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from starlette.testclient import TestClient
 
 from slugline.accounts import service as accounts
 from slugline.runtime import Runtime
+from slugline.webhooks import worker
 from tests.support.helpers import BASE_URL, LINKS, Account, ClientFactory
 from tests.support.receiver import Receiver
 
@@ -138,3 +140,27 @@ def test_a_private_address_is_refused_unless_allowed(make_client: ClientFactory,
         assert time.monotonic() < end
         time.sleep(0.05)
     assert log[0]["status"] is None and "private or reserved" in log[0]["error"]
+
+
+def test_a_link_that_expires_is_told_once(
+    make_client: ClientFactory, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker, "CHORES_SECONDS", 0.1)
+    client, rt = make_client(**FAST)
+    alice = _account(client, rt)
+    hook = client.post(HOOKS, json={"url": receiver.url, "events": ["link.expired"]}, headers=alice.auth()).json()
+    receiver.secret = hook["secret"]
+    soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+    link = client.post(
+        LINKS, json={"destination_url": "https://example.com/", "expires_at": soon}, headers=alice.auth()
+    ).json()
+    client.post(
+        LINKS,
+        json={"destination_url": "https://example.com/later", "expires_at": "2999-01-01T00:00:00Z"},
+        headers=alice.auth(),
+    )
+    receiver.wait_for(lambda events: len(events) == 1)
+    time.sleep(1)  # scans go on: the expiry is not told again
+    [event] = receiver.events.values()
+    assert event["type"] == "link.expired" and event["data"]["id"] == link["id"]
+    assert event["data"]["status"] == "expired" and len(receiver.arrivals) == 1
