@@ -67,9 +67,9 @@ def test_only_full_keys_manage_endpoints(
 
 def test_bad_endpoints_are_refused(client: TestClient, alice: Account) -> None:
     for body, message in (
-        ({"url": "ftp://hooks.example.com/"}, "url must be an absolute http(s) URL"),
-        ({"url": "http://10.0.0.1/in"}, "private or reserved address"),
-        ({"url": "https://user:pw@hooks.example.com/"}, "credentials"),
+        ({"url": "ftp://hooks.example.com/"}, "url must be an http(s) URL"),
+        ({"url": "https://user:pw@hooks.example.com/"}, "url must be an http(s) URL"),
+        ({"url": "https://hooks.example.com:0/"}, "url has an invalid port"),
         ({"url": "https://hooks.example.com/", "events": ["link.viewed"]}, "events"),
         ({"url": "https://hooks.example.com/", "events": []}, "events"),
         ({"url": "https://hooks.example.com/", "secret": "x"}, "secret"),
@@ -78,7 +78,8 @@ def test_bad_endpoints_are_refused(client: TestClient, alice: Account) -> None:
         assert answer.status_code == 422 and message in answer.json()["error"], (body, answer.text)
     hook = client.post(HOOKS, json={"url": "https://hooks.example.com/"}, headers=alice.auth()).json()
     assert client.patch(f"{HOOKS}/{hook['id']}", json={}, headers=alice.auth()).status_code == 422
-    assert client.patch(f"{HOOKS}/{hook['id']}", json={"url": None}, headers=alice.auth()).status_code == 422
+    kept = client.patch(f"{HOOKS}/{hook['id']}", json={"url": None, "enabled": None}, headers=alice.auth())
+    assert kept.status_code == 200 and kept.json()["url"] == hook["url"], "null leaves a field as it is"
     assert client.post(f"{HOOKS}/{hook['id']}/messages/msg_nope/resend", headers=alice.auth()).status_code == 404
 
 

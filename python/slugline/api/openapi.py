@@ -16,6 +16,7 @@ from slugline.api.operations import DEGRADED, ERRORS, OPERATIONS, UNLISTED, Oper
 from slugline.common.inputs import LinkCreate, LinkUpdate, object_schema, properties, update_properties
 from slugline.common.outputs import Error
 from slugline.common.visibility import Visibility
+from slugline.webhooks.inputs import WebhookUpdate
 
 PASSWORD_RULE = (
     "A password comes exactly with visibility 'password': a body with visibility 'password' must carry a password, "
@@ -44,6 +45,8 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
         schema["description"] = f"{schema.get('description', '')} {UPDATE_PASSWORD_RULE}".strip()
         schema["if"] = {"required": ["password", "visibility"]}
         schema["then"] = {"properties": {"visibility": {"const": Visibility.PASSWORD.value}}}
+    if model is WebhookUpdate:
+        schema["minProperties"] = 1  # an empty update is refused
     schema["title"] = model.__name__
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Annotated, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
+from slugline.common import patterns
 from slugline.common.bounds import MAX_URL
+from slugline.common.inputs import check_page_url
 
 EventType = Literal["link.created", "link.updated", "link.deleted", "link.expired", "link.clicked"]
 EVENTS: tuple[str, ...] = ("link.created", "link.updated", "link.deleted", "link.expired", "link.clicked")
 MAX_DESCRIPTION = 200
+# As /analyze's url (the same fetcher's rules): its address is checked at each delivery, as a name may move.
+EndpointUrl = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_URL,
+        description="Where deliveries are POSTed: an http(s) URL with an ASCII host name or IPv4 address, whose "
+        "addresses must be public (checked at each delivery)",
+        json_schema_extra={"pattern": patterns.PAGE_URL},
+    ),
+    AfterValidator(check_page_url),
+]
 
 
 def _no_nul(value: object, info: ValidationInfo) -> object:
@@ -25,7 +39,7 @@ class WebhookCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=1, max_length=MAX_URL, description="An absolute http(s) URL with a public address")
+    url: EndpointUrl
     events: list[EventType] = Field(
         default_factory=lambda: cast(list[EventType], list(EVENTS)),
         min_length=1,
@@ -38,11 +52,12 @@ class WebhookCreate(BaseModel):
 
 
 class WebhookUpdate(BaseModel):
-    """The fields to change. `enabled: true` turns a disabled endpoint back on: what waited is delivered again."""
+    """The fields to change (null, or left out: unchanged; description null clears it). `enabled: true` turns a
+    disabled endpoint back on: what waited is delivered then."""
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str | None = Field(default=None, min_length=1, max_length=MAX_URL)
+    url: EndpointUrl | None = None
     events: list[EventType] | None = Field(default=None, min_length=1, max_length=len(EVENTS))
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     enabled: StrictBool | None = None
