@@ -5,7 +5,10 @@
 
 Writes a CSV file in the links file's format (slug, destination, title, two hashtags, clicks, created_at), then
 imports it into a fresh account of a fresh database (an SQLite file, and a schema of its own on the PostgreSQL URL),
-each in a process of its own so its peak resident set (`ru_maxrss`) is the import's. Prints one JSON line per run.
+each in a process of its own so its peak resident set (`ru_maxrss`) is the import's (beside the resident set just
+before it starts: the difference is what the import holds). Prints one JSON line per run, with the process's CPU
+time (the SQLite work is in it; PostgreSQL's server is not) and the load average, since a shared machine's wall
+clock says more about its other tenants than about the import.
 
 `--reference-links N` also runs the importer as it was before batched writes (one statement per link, from git
 commit `REFERENCE`, loaded beside the current code) on the first N links of the same file, for the old figure in the
@@ -57,6 +60,8 @@ def lines():
                 return
             yield line
 
+with open("/proc/self/statm") as statm:
+    before = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 started, cpu = time.perf_counter(), time.process_time()
 if os.environ.get("BENCH_PROFILE"):
     import cProfile
@@ -74,6 +79,7 @@ print(json.dumps({
     "links_per_s": round(count / spent),
     "python_cpu_s": round(cpu, 2),
     "links_per_python_cpu_s": round(count / cpu),
+    "rss_before_import_mb": round(before / 2**20, 1),
     "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
 }))
 """
