@@ -9,12 +9,12 @@ from typing import Any
 
 import orjson
 import pytest
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from starlette.testclient import TestClient
 
 from slugline.accounts import service as accounts
 from slugline.common.models import Account as AccountRow
-from slugline.common.models import Link, LinkChange
+from slugline.common.models import Link, LinkChange, WebhookMessage
 from slugline.links import importer
 from slugline.runtime import Runtime
 from slugline.search import feed
@@ -194,3 +194,16 @@ def test_a_dry_run_finds_a_slug_repeated_in_a_later_batch(client: TestClient, ru
     assert (report["created"], report["skipped"], report["conflicts"]) == (5, 1, 1), report
     assert report["problems"][0]["message"] == "slug 'd1' is already taken (for a link earlier in the file)"
     assert client.get(LINKS, headers=alice.auth()).json()["pagination"]["total"] == 0
+
+
+def test_an_import_tells_the_accounts_webhooks_of_each_new_link(
+    client: TestClient, runtime: Runtime, alice: Account
+) -> None:
+    """The batch sets aside the change feed's triggers only: the webhook outbox's trigger writes a message per link."""
+    hook = {"url": "https://hooks.example.com/in", "events": ["link.created"]}
+    assert client.post("/api/v1/webhooks", json=hook, headers=alice.auth()).status_code == 201
+    rows = [{"slug": f"w{n}", "destination_url": f"https://example.com/{n}"} for n in range(5)]
+    report = run_import(runtime, "alice", b"".join(orjson.dumps(row) + b"\n" for row in rows), "ndjson")
+    assert report["created"] == 5, report
+    with runtime.db.engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(WebhookMessage)) == 5
