@@ -157,6 +157,12 @@ def main() -> int:
                 f"  worker CPU per GET, µs, metrics on: serving thread {on[0]:.2f} ({on[0] / with_click[0]:.3f}x off), "
                 f"other threads {on[1]:.2f} ({on[1] / with_click[1]:.3f}x off)"
             )
+        if args.webhooks:
+            on = per_request[WITH_WEBHOOKS]
+            print(
+                f"  worker CPU per GET, µs, webhooks on: serving thread {on[0]:.2f} "
+                f"({on[0] / with_click[0]:.3f}x off), other threads {on[1]:.2f} ({on[1] / with_click[1]:.3f}x off)"
+            )
         if args.database_url:
             responses = sum(run.responses for run in results["slugline"])
             print(f"  PostgreSQL server CPU per GET (the click's write): {database_cpu / responses * 1e6:.2f} µs")
