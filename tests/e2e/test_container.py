@@ -145,8 +145,8 @@ def test_compose_stack_migrates_at_start_and_keeps_its_data(images: Images, tmp_
     (secrets_dir / "postgres_password").write_text(secrets.token_urlsafe(24) + "\n")
     for path in secrets_dir.iterdir():
         path.chmod(0o644)  # the service's own user (10001) reads it where it is mounted
-    env = {
-        **os.environ,
+    env = {  # none of this machine's own SLUGLINE_* settings: compose.yaml's defaults, and these
+        **{k: v for k, v in os.environ.items() if not k.startswith("SLUGLINE_")},
         "SLUGLINE_IMAGE": images.slugline,
         "POSTGRES_IMAGE": images.postgres,
         "REDIS_IMAGE": images.redis,
@@ -165,6 +165,8 @@ def test_compose_stack_migrates_at_start_and_keeps_its_data(images: Images, tmp_
         cmd("up", "-d", "--no-build")
         url = "http://" + cmd("port", "slugline", "8000").strip()
         logs = lambda: cmd("logs", "--no-color")  # noqa: E731
+        # Ready on PostgreSQL means migrated (`serve` migrates only SQLite), with the password and the secret read
+        # from their files by the entrypoint.
         ready(url, logs)
         print(f"\ncompose up to ready: {time.monotonic() - started:.2f} s")
         slugline: Exec = lambda *a: cmd("exec", "-T", "slugline", "slugline-entrypoint", "slugline", *a)  # noqa: E731
