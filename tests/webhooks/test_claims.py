@@ -114,3 +114,13 @@ def test_a_delivered_message_leaves_with_the_last_attempt_that_names_it(runtime:
         kept = set(conn.execute(select(outbox.MESSAGES.c.id)).scalars())
         shown = set(conn.execute(select(outbox.ATTEMPTS.c.message_id)).scalars())
     assert len(shown) == outbox.KEPT_ATTEMPTS and kept == shown
+
+
+def test_a_failure_holds_back_the_endpoints_other_due_messages_with_it(runtime: Runtime) -> None:
+    account_id, endpoint_id = _endpoint(runtime, "failing")
+    _messages(runtime, account_id, endpoint_id, 5)
+    now = time.time()
+    [msg] = outbox.claim(runtime.db, runtime.settings, now, 1, ())
+    outbox.finish(runtime.db, runtime.settings, msg, now, 503, "the endpoint answered 503", 3)
+    assert not outbox.anything_due(runtime.db, now + 1)  # all wait for the retry, 5 s on
+    assert len(outbox.claim(runtime.db, runtime.settings, now + 6, 32, ())) == runtime.settings.webhooks_concurrency

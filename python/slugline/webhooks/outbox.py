@@ -141,6 +141,10 @@ def finish(
         else:
             retry = now + back_off(settings, msg.attempts)
             conn.execute(update(MESSAGES).where(m.id == msg.id, m.delivered_at.is_(None)).values(due_at=retry))
+            # The endpoint's other messages due now wait with it: a failing receiver gets a few tries per back-off,
+            # not one per waiting message (each of which could hold a delivery slot for the whole timeout).
+            waiting = (m.endpoint_id == msg.endpoint_id, m.due_at <= now, m.delivered_at.is_(None))
+            conn.execute(update(MESSAGES).where(*waiting).values(due_at=retry))
             conn.execute(
                 update(ENDPOINTS).where(e.id == msg.endpoint_id, e.failing_since.is_(None)).values(failing_since=now)
             )
