@@ -204,7 +204,8 @@ def test_a_write_waits_off_the_loop_for_a_writer_of_this_worker_then_goes_to_a_t
     lock.acquire_by(None)  # a writer that finishes while the write waits: the write is made on the loop
     threading.Timer(0.1, lock.release).start()
     made, _, waited = _make_while_ticking(runtime, caller, now, body)
-    assert made is not None and writer.declined == 1 and 0.1 <= waited < 0.3
+    # The timer starts before the write does, so on a busy machine the wait can be a little under 0.1 s.
+    assert made is not None and writer.declined == 1 and 0.05 <= waited < 0.3
 
 
 def _make_while_ticking(
