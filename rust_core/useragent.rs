@@ -128,6 +128,16 @@ pub struct Agent {
     pub os: &'static str,
 }
 
+/// Every device, browser and OS name a classification can give a browser's user agent (bots' own names aside):
+/// the values a redirect rule may ask for.
+pub fn names() -> (Vec<&'static str>, Vec<&'static str>, Vec<&'static str>) {
+    let devices = Device::ALL.iter().map(|d| d.name()).collect();
+    let other = std::iter::once("Other");
+    let browsers = BROWSERS.iter().map(|(_, name)| *name).chain(other.clone()).collect();
+    let systems = SYSTEMS.iter().map(|(_, name)| *name).chain(other).collect();
+    (devices, browsers, systems)
+}
+
 fn first_match(ua: &str, rules: &[(&[&str], &'static str)]) -> &'static str {
     rules
         .iter()

@@ -11,7 +11,10 @@ _KeyKind: TypeAlias = Literal["full", "public", "session"]
 _Device: TypeAlias = Literal["desktop", "mobile", "tablet", "bot", "other"]
 
 __all__ = [
+    "BROWSERS",
+    "DEVICES",
     "RESERVED_SLUGS",
+    "SYSTEMS",
     "BatchCubes",
     "ClickBatch",
     "ClickQueue",
@@ -19,6 +22,8 @@ __all__ = [
     "CoreError",
     "CorePanic",
     "EncodedClicks",
+    "GeoDb",
+    "RedirectRules",
     "SearchIndex",
     "ValueChunks",
     "__version__",
@@ -222,6 +227,42 @@ def referrer_host(referrer: str | None) -> str | None:
 def classify_source(utm_source: str | None, via_qr: bool, referrer: str | None) -> str:
     """``utm_source`` (trimmed, lowercased, <= 64 chars) if non-empty, else ``qr``, else the referrer host,
     else ``direct``."""
+
+DEVICES: frozenset[str]
+"""Every device name ``classify_user_agent`` gives: what a redirect rule's ``device`` may name."""
+BROWSERS: frozenset[str]
+"""Every browser name ``classify_user_agent`` gives a browser (``Other`` included; bots' own names aside)."""
+SYSTEMS: frozenset[str]
+"""Every OS name ``classify_user_agent`` gives (``Other`` included)."""
+
+@final
+class RedirectRules:
+    """A link's redirect rules compiled from their JSON (``[{"if": {...}, "to": "..."}]``, at most 20); immutable."""
+
+    def __init__(self, rules_json: str) -> None:
+        """Raises ``CoreError`` for malformed rules."""
+    @property
+    def needs_country(self) -> bool:
+        """Whether a rule asks for the visitor's country."""
+    def __len__(self) -> int: ...
+    def choose(self, user_agent: bytes, accept_language: bytes, country: str | None = None) -> int | None:
+        """The index of the first rule that holds for this visitor, or None (the link's own destination)."""
+
+@final
+class GeoDb:
+    """An MMDB file (GeoLite2 or DB-IP, Country or City) held in memory; immutable, shared by threads."""
+
+    def __init__(self, data: bytes) -> None:
+        """The whole file's bytes; raises ``CoreError`` if they are not an MMDB database."""
+    @property
+    def kind(self) -> str:
+        """The database's own name for its kind (``GeoLite2-City``, ``DBIP-Country-Lite``, ...)."""
+    @property
+    def has_cities(self) -> bool: ...
+    def country(self, ip: str) -> str | None:
+        """The country (ISO 3166-1 alpha-2) of an IPv4 or IPv6 address in text; None if unknown."""
+    def place(self, ip: str) -> tuple[str | None, str | None, str | None]:
+        """``(country, region, city)``, each None where unknown (region and city only from a City database)."""
 
 _RawClick: TypeAlias = tuple[str, float, bytes, bytes, str | None, bool, str]
 """``(link_id, timestamp, user_agent, referrer, utm_source, via_qr, ip)`` as recorded (headers already cut)."""

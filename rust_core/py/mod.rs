@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockW
 
 mod click_batch;
 mod cube;
+mod geo_rules;
 mod queue;
 mod search_index;
 
@@ -283,6 +284,8 @@ mod _core {
     #[pymodule_export]
     use super::cube::{analyse, compose, move_link, recount, top_links, PyBatchCubes};
     #[pymodule_export]
+    use super::geo_rules::{PyGeoDb, PyRedirectRules};
+    #[pymodule_export]
     use super::queue::{PyClickQueue, PyClicks, PyEncoded, PyValueChunks};
     #[pymodule_export]
     use super::search_index::PySearchIndex;
@@ -300,6 +303,10 @@ mod _core {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-        m.add("RESERVED_SLUGS", PyFrozenSet::new(m.py(), crate::slug::RESERVED_SLUGS)?)
+        m.add("RESERVED_SLUGS", PyFrozenSet::new(m.py(), crate::slug::RESERVED_SLUGS)?)?;
+        let names = crate::useragent::names();
+        m.add("DEVICES", PyFrozenSet::new(m.py(), names.0)?)?;
+        m.add("BROWSERS", PyFrozenSet::new(m.py(), names.1)?)?;
+        m.add("SYSTEMS", PyFrozenSet::new(m.py(), names.2)?)
     }
 }
