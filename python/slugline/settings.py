@@ -40,6 +40,13 @@ class Settings(BaseSettings):
     not_found_url: str | None = Field(default=None, pattern=r"^https?://[^\s/?#]+[^\s]*$")
     # Proxies whose X-Forwarded-For/-Proto are believed (comma-separated IPs or CIDRs, or "*"); unset: none.
     trusted_proxies: str | None = None
+    # An MMDB file (GeoLite2 or DB-IP, Country or City) giving a visitor's country for redirect rules; read again
+    # when the file changes. Unset: the `slugline[geo]` extra's database if installed, else countries only from a
+    # trusted CDN's header.
+    geoip_db: str | None = None
+    # A header a trusted proxy (`trusted_proxies`) sets to the visitor's country, believed before CF-IPCountry,
+    # CloudFront-Viewer-Country and X-Vercel-IP-Country.
+    country_header: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,64}$")
     # Log lines as `text` (time [LEVEL] logger: message) or `json` (one object per line, with the request's id,
     # route, status, duration and account).
     log_format: Literal["text", "json"] = "text"

@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -56,6 +57,7 @@ from slugline.common.bounds import (
     MIN_USERNAME,
 )
 from slugline.common.clock import utcnow
+from slugline.common.rules import MAX_RULES, Conditions
 from slugline.common.visibility import Visibility
 
 SortField = Literal["created_at", "updated_at", "title", "slug", "clicks"]
@@ -293,6 +295,26 @@ class _Strict(BaseModel):
         return value
 
 
+class RedirectRule(BaseModel):
+    """One redirect rule: where a visitor goes when every condition of `if` holds."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    when: Conditions = Field(alias="if", description="The conditions, all of which must hold ({} always holds)")
+    to: Destination = Field(description="Where a visitor this rule holds for is sent (checked as destination_url is)")
+
+    @model_serializer(mode="plain")
+    def _stored(self) -> dict[str, Any]:
+        """The rule as stored and answered: `if` with only the conditions given."""
+        return {"if": self.when.model_dump(exclude_none=True), "to": self.to}
+
+
+RULES_EXAMPLE = [
+    {"if": {"country": ["FR"], "device": ["mobile"]}, "to": "https://example.com/fr/mobile"},
+    {"if": {"language": ["de"]}, "to": "https://example.com/de"},
+]
+
+
 class LinkUpdate(_Strict):
     """Any subset of the link's fields; `null` clears title, description, note and hashtags."""
 
@@ -314,6 +336,21 @@ class LinkUpdate(_Strict):
         "without it they are redirected like everyone else; null, or a card without title, description and "
         "image_url, clears it",
     )
+
+    rules: list[RedirectRule] | None = Field(
+        default=None,
+        max_length=MAX_RULES,
+        description=f"Redirect rules, at most {MAX_RULES}, tried in order: the first whose conditions all hold sends "
+        "the visitor to its `to`, else destination_url. A password link asks for its password first. [] or null "
+        "clears them",
+        examples=[RULES_EXAMPLE],
+    )
+
+    @field_validator("rules", mode="after")
+    @classmethod
+    def _no_empty_rules(cls, rules: list[RedirectRule] | None) -> list[RedirectRule] | None:
+        """No rules are stored and answered as null."""
+        return rules or None
 
     @field_validator("preview", mode="after")
     @classmethod

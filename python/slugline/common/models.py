@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -105,6 +106,8 @@ class Link(Base):
     expired_url: Mapped[str | None] = mapped_column(String(MAX_URL), nullable=True)
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     preview: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
+    # Redirect rules (migration 0016, `common.rules`): [{"if": {...}, "to": URL}, ...], or null for none.
+    rules: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
 
     __table_args__ = (Index("ix_links_account_created", "account_id", "created_at"),)
 
@@ -133,6 +136,7 @@ class LinkRecord:
     expired_url: str | None = None
     archived: bool = False
     preview: dict[str, str] | None = None
+    rules: list[dict[str, Any]] | None = None
 
 
 class LinkChange(Base):

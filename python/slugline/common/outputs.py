@@ -42,6 +42,25 @@ class LinkPreview(_Open):
     model_config = ConfigDict(extra="allow", json_schema_extra=_preview_fields)
 
 
+class RuleConditions(_Open):
+    """The conditions given (each a list of accepted values); the others are left out."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra=lambda schema: schema.update(
+            properties={
+                name: {"type": "array", "items": {"type": "string"}}
+                for name in ("country", "device", "os", "browser", "language")
+            }
+        ),
+    )
+
+
+class RedirectRule(_Open):
+    when: RuleConditions = Field(alias="if", description="What must hold (all of it)")
+    to: str = Field(description="Where a visitor it holds for is sent")
+
+
 class Link(_Open):
     id: str = Field(description="lnk_ + 11 base62 characters; pass it to update_link and delete_link")
     slug: str
@@ -60,6 +79,9 @@ class Link(_Open):
     expired_url: str | None = Field(description="Where an expired or used-up link sends visitors, or null (410)")
     archived: bool = Field(description="An archived link answers visitors 404 and is left out of lists by default")
     preview: LinkPreview | None = Field(description="The card link-preview crawlers get, or null")
+    rules: list[RedirectRule] | None = Field(
+        default=None, description="Redirect rules, tried in order (the first that holds picks `to`), or null"
+    )
     status: Literal["active", "expired", "limit_reached", "archived"] = Field(
         description="active; expired (past expires_at); limit_reached (max_clicks used up); archived"
     )

@@ -1,5 +1,6 @@
 """A link's lifecycle: when it ends (`expires_at`, `max_clicks`), what it then does (`expired_url`, else 410 Gone),
-`archived`, and the `status` every answer carries.
+`archived`, and the `status` every answer carries; with them, the columns of a link's answer that follow its plain
+ones, among them its redirect `rules` (`common.rules`).
 
 The status is not stored: it is read off the row at the time asked, in one order of precedence (archived, expired,
 limit_reached, active), by `status` for answers and by `status_condition` for `GET /links?status=`, so the two cannot
@@ -25,8 +26,16 @@ ACTIVE, EXPIRED, LIMIT_REACHED, ARCHIVED = "active", "expired", "limit_reached",
 
 _LINKS = cast(Table, Link.__table__)
 # The columns of a link's JSON that are its lifecycle (after `links.service.SHOWN`'s others), and those an update sets.
-COLUMNS = (Link.expires_at, Link.max_clicks, Link.clicks_used, Link.expired_url, Link.archived, Link.preview)
-CHANGEABLE = ("expires_at", "max_clicks", "expired_url", "archived", "preview")
+COLUMNS = (
+    Link.expires_at,
+    Link.max_clicks,
+    Link.clicks_used,
+    Link.expired_url,
+    Link.archived,
+    Link.preview,
+    Link.rules,
+)
+CHANGEABLE = ("expires_at", "max_clicks", "expired_url", "archived", "preview", "rules")
 SHOWN_FIELDS = (*CHANGEABLE, "status")  # the lifecycle's fields in a link's JSON, in its order (`lifecycle_json`)
 # One more visitor through a limited link, if one is left: the new count, or no row when it is used up. Exact under
 # any concurrency: each UPDATE of the row waits for the one before it (PostgreSQL's row lock; SQLite's one writer)
@@ -108,20 +117,25 @@ def typed(link: LinkRecord) -> LinkRecord:
     link.archived = bool(link.archived)
     if isinstance(link.preview, str):
         link.preview = orjson.loads(link.preview)
+    if isinstance(link.rules, str):
+        link.rules = orjson.loads(link.rules)
     return link
 
 
 def lifecycle_json(row: tuple[Any, ...], now: datetime) -> dict[str, Any]:
     """The lifecycle fields of a link's JSON from the LIFECYCLE columns of its row."""
-    expires, max_clicks, used, expired_url, archived, preview = row
+    expires, max_clicks, used, expired_url, archived, preview, rules = row
     expires_at = moment(expires)
     if isinstance(preview, str):
         preview = orjson.loads(preview)
+    if isinstance(rules, str):
+        rules = orjson.loads(rules)
     return {
         "expires_at": isoformat(expires_at),
         "max_clicks": max_clicks,
         "expired_url": expired_url,
         "archived": bool(archived),
         "preview": preview,
+        "rules": rules or None,
         "status": status(now, expires_at, max_clicks, used or 0, bool(archived)),
     }

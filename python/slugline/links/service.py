@@ -755,6 +755,8 @@ def _new_values(body: LinkUpdate, names: set[str]) -> dict[str, Any]:
     values = {name: [] if name == "hashtags" and body.hashtags is None else getattr(body, name) for name in names}
     if values.get("preview") is not None:
         values["preview"] = body.preview.model_dump(exclude_none=True) if body.preview else None
+    if values.get("rules") is not None:
+        values["rules"] = [rule.model_dump() for rule in body.rules or ()]
     return values
 
 

@@ -225,7 +225,11 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         inputs.CREATE_LINK,
         "Shorten destination_url. Optional slug (else a random one), title, description, note, hashtags, visibility "
         "(default public; 'password' needs password), auto_meta and idempotency_key (a retry with the same key and "
-        "arguments within 24 hours returns the first answer instead of making a second link). Returns the new link "
+        "arguments within 24 hours returns the first answer instead of making a second link). "
+        "rules sends visitors elsewhere by who they are: an ordered list (at most 20) of {if: {country, device, os, "
+        "browser, language: lists of values}, to: URL}; the first rule whose conditions all hold sends the visitor "
+        "to its `to`, else destination_url, e.g. [{if: {country: ['FR'], device: ['mobile']}, to: "
+        "'https://example.com/fr'}]. Returns the new link "
         "with its short_url (and, when auto_meta could not read the page, meta_error saying why). A taken slug is an "
         "error; a public-only key cannot create private or password links.",
     ),
@@ -246,7 +250,8 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         CHANGE,
         inputs.UPDATE_LINK,
         "Change a link by id." + inputs.UPDATE_NOTE + " A new slug changes the short URL and the old one stops "
-        "working. Returns the updated link; 'link not found' means this key cannot see a link with that id.",
+        "working. rules replaces the link's redirect rules (null or [] clears them), as in create_link. Returns the "
+        "updated link; 'link not found' means this key cannot see a link with that id.",
     ),
     (
         delete_link,

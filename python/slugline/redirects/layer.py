@@ -30,6 +30,7 @@ from slugline.links.lifecycle import take_click
 from slugline.redirects.accept import prefers_json
 from slugline.redirects.ends import GONE_HTML, GONE_JSON, GUARDED, Life, is_crawler
 from slugline.redirects.linkcache import Entry, LinkCache, Missing
+from slugline.redirects.routing import Router
 from slugline.redirects.unlock import Unlocker, form_page
 from slugline.redirects.urls import ascii_url, merge_query
 from slugline.runtime import Runtime
@@ -161,6 +162,7 @@ class Redirects:
         self.clicks = clicks
         self.record = clicks.queue.record  # one call into Rust per click
         self.unlocker = Unlocker(rt)
+        self.router = Router(rt.settings)
         self.db = rt.db
         elsewhere = rt.settings.not_found_url
         self.not_found_location = None if elsewhere is None else ascii_url(elsewhere).encode("ascii")
@@ -267,10 +269,17 @@ class Redirects:
         return await take_click(self.db, entry.link_id)
 
     def count(self, entry: Entry, scope: Scope) -> bytes:
-        """The `Location` for this request; a click recorded unless it is a `HEAD`. Called before the response goes
-        out, so a 302 a client received is never missing from the counts."""
+        """The `Location` for this request (where the link's rules send this visitor, if it has any); a click
+        recorded unless it is a `HEAD`. Called before the response goes out, so a 302 a client received is never
+        missing from the counts."""
         query = scope["query_string"]
-        if query:
+        routes = entry.rules
+        if routes is not None:
+            destination, location = self.router.pick(routes, entry, scope)
+            utm, via_qr = None, False
+            if query:
+                location, utm, via_qr = merge_query(destination, query)
+        elif query:
             location, utm, via_qr = merge_query(entry.destination, query)
         else:
             location, utm, via_qr = entry.location, None, False

@@ -26,11 +26,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import orjson
 from sqlalchemy import bindparam, select
 from sqlalchemy import exc as sa_exc
 
+from slugline import _core
 from slugline.common.clock import as_utc
 from slugline.common.models import Link
 from slugline.common.visibility import Visibility
@@ -49,8 +51,17 @@ MAX_BYTES = 64 << 20  # the default budget (`Settings.link_cache_bytes`)
 # up to two (slug, expiry) pairs of the eviction order (~90 bytes each).
 ENTRY_BYTES = 460
 LIFE_BYTES = 200  # a `Life` tuple, its float and int
+RULES_BYTES = 600  # a rule compiled in Rust (its condition lists) and its share of the `Routes` tuples
 
 log = logging.getLogger("slugline.redirect")
+
+
+class Routes(NamedTuple):
+    """A link's redirect rules, compiled (`_core.RedirectRules`), with each rule's destination and `Location`."""
+
+    compiled: _core.RedirectRules
+    destinations: tuple[str, ...]
+    locations: tuple[bytes, ...]
 
 
 class Entry(NamedTuple):
@@ -60,6 +71,7 @@ class Entry(NamedTuple):
     password_hash: str | None
     location: bytes  # the destination as a header value, ready to send
     life: Life | None = None  # the link's end and card (`redirects.ends`), if it has any
+    rules: Routes | None = None  # where its rules send visitors, if it has any
 
 
 def _away(exc: BaseException) -> bool:
@@ -86,6 +98,7 @@ _COLUMNS = (
     Link.clicks_used,
     Link.expired_url,
     Link.preview,
+    Link.rules,
 )
 _SELECT = select(*_COLUMNS).where(Link.slug == bindparam("slug"))
 _SELECT_MANY = select(Link.slug, *_COLUMNS).where(Link.slug.in_(bindparam("slugs", expanding=True)))
@@ -206,7 +219,7 @@ class LinkCache:
     def _select(self, slug: str) -> Entry | None:
         with self._db.engine.connect() as conn:
             row = conn.execute(_SELECT, {"slug": slug}).first()
-        return None if row is None else _entry(*row)  # type: ignore[call-arg]
+        return None if row is None else _entry(*row)
 
     def _store(self, slug: str, expires: float, entry: Entry | None, generation: int | None = None) -> None:
         """Keep the answer at the young end, making room within the budget from the old end (the expired first); an
@@ -260,7 +273,20 @@ def _cost(slug: str, entry: Entry | None) -> int:
         size += sum(map(sys.getsizeof, strings))
         if entry.life is not None:
             size += LIFE_BYTES + sum(map(sys.getsizeof, (entry.life.expired_location, entry.life.card)))
+        if entry.rules is not None:
+            size += RULES_BYTES * len(entry.rules.destinations)
+            size += sum(map(sys.getsizeof, (*entry.rules.destinations, *entry.rules.locations)))
     return size
+
+
+def _routes(rules: list[dict[str, Any]] | str | None) -> Routes | None:
+    """A link's stored rules (JSON text from some drivers), compiled; None for none."""
+    listed: list[dict[str, Any]] | None = orjson.loads(rules) if isinstance(rules, str) else rules
+    if not listed:
+        return None
+    destinations = tuple(str(rule["to"]) for rule in listed)
+    locations = tuple(ascii_url(to).encode("ascii") for to in destinations)
+    return Routes(_core.RedirectRules(orjson.dumps(listed).decode()), destinations, locations)
 
 
 def _entry(
@@ -274,13 +300,16 @@ def _entry(
     clicks_used: int = 0,
     expired_url: str | None = None,
     preview: dict[str, str] | None = None,
+    rules: list[dict[str, Any]] | str | None = None,
 ) -> Entry | None:
-    """The cached answer for a link's row (None for an archived link: to visitors it does not exist)."""
+    """The cached answer for a link's row (None for an archived link: to visitors it does not exist). A link with
+    rules keeps its visibility: the shortest path evaluates them too (`Redirects.count`)."""
     if archived:
         return None
     location = ascii_url(destination).encode("ascii")
+    routes = _routes(rules)
     if expires_at is None and max_clicks is None and not preview:
-        return Entry(link_id, destination, visibility, password_hash, location)
+        return Entry(link_id, destination, visibility, password_hash, location, None, routes)
     life = Life(
         expires=None if expires_at is None else as_utc(expires_at).timestamp(),
         max_clicks=max_clicks,
@@ -290,4 +319,4 @@ def _entry(
     )
     if visibility in (Visibility.PUBLIC, Visibility.UNLISTED):
         visibility = GUARDED  # off the shortest path, which knows nothing of ends
-    return Entry(link_id, destination, visibility, password_hash, location, life)
+    return Entry(link_id, destination, visibility, password_hash, location, life, routes)

@@ -1,0 +1,43 @@
+"""Where a link's redirect rules send this visitor: the rules are evaluated in the Rust core
+(`_core.RedirectRules.choose`) on the raw `User-Agent` and `Accept-Language` bytes and, only for rules that ask for
+it, the visitor's country: a trusted proxy's country header (`clicks.geo.header_names`, believed only on requests
+`web.proxies` marked as having come through one), else the GeoIP database. A link without rules never comes here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slugline.clicks.geo import GeoIp, country_code, header_names
+from slugline.redirects.linkcache import Entry, Routes
+from slugline.settings import Settings
+from slugline.web.logs import PROXIED_KEY
+from slugline.web.request import client_ip
+
+
+class Router:
+    def __init__(self, settings: Settings) -> None:
+        self.geo = GeoIp(settings.geoip_db)
+        self.country_headers = header_names(settings.country_header)  # in the order they are believed
+
+    def pick(self, routes: Routes, entry: Entry, scope: dict[str, Any]) -> tuple[str, bytes]:
+        """The destination and `Location` for this visitor: the first rule that holds, else the link's own."""
+        agent = language = b""
+        compiled = routes.compiled
+        found: dict[bytes, bytes] = {}
+        wanted = self.country_headers if compiled.needs_country and PROXIED_KEY in scope else ()
+        for name, value in scope["headers"]:
+            if name == b"user-agent":
+                agent = value
+            elif name == b"accept-language":
+                language = value
+            elif name in wanted:
+                found[name] = value
+        country = None
+        if compiled.needs_country:
+            country = next(filter(None, (country_code(found.get(name)) for name in wanted)), None)
+            if country is None:
+                country = self.geo.country(client_ip(scope))
+        chosen = compiled.choose(agent, language, country)
+        if chosen is None:
+            return entry.destination, entry.location
+        return routes.destinations[chosen], routes.locations[chosen]
