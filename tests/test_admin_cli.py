@@ -139,6 +139,11 @@ def test_links(slugline: Any, client: TestClient, alice: Account) -> None:
         "id": made["id"],
     }
     assert client.get(f"{LINKS}/{made['id']}", headers=alice.auth()).status_code == 404
+    rules = [{"if": {"country": ["FR"], "device": ["mobile"]}, "to": "https://example.com/fr"}]
+    body = {"destination_url": "https://example.com/", "slug": "ruled", "rules": rules}
+    assert client.post(LINKS, json=body, headers=alice.auth()).status_code == 201
+    code, out, _ = slugline("links", "show", "--account", "alice", "ruled")
+    assert code == 0 and "rules: country=FR device=mobile -> https://example.com/fr" in out
 
 
 @SQLITE_ONLY

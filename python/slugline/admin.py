@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from slugline import admin_webhooks
+from slugline.common.rules import rules_text
 from slugline.settings import PLAN_RANK, get_settings
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ def _table(rows: Iterable[dict[str, Any]], columns: list[str]) -> None:
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, list) and value and isinstance(value[0], dict) and "to" in value[0]:  # a link's rules
+        return rules_text(value, "; ")
     if isinstance(value, list):
         return ",".join(str(v) for v in value) or "-"
     return str(value)
