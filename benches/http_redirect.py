@@ -2,6 +2,7 @@
 
     python benches/http_redirect.py [--duration 10] [--rounds 3] [--workers 1] [--links 1]
                                     [--database-url postgresql://…] [--metrics] [--webhooks]
+                                    [--rules 20] [--baseline DIR]
 
 nginx is the machine's physical limit; the bare app (benches/bare_apps.py: a dict lookup, a 302 and a click tuple
 kept, under the same Granian, interface and event loop) is the ceiling of our own stack. wrk sends a browser's
@@ -21,6 +22,11 @@ With `--webhooks` another Slugline (its own SQLite file) runs with an endpoint s
 receiver in this process, and takes its turn in every round: the ratio of its req/s to the first one's is what the
 outbox costs a redirect; the clicks delivered and their delivery lag (redirect to arrival, p50 and p99) are printed
 at the end. Deliveries are paced at `--webhook-click-interval` (the default's 1 s: at most 100 clicks a second).
+With `--rules N` the same Slugline also serves links with N redirect rules (`/ruled-0` ...), each round measuring
+them after the plain ones: the last rule asks for the country, which a GeoIP database made for the run places at
+127.0.0.1, so every rule is tried, the user agent classified and the address looked up. With `--baseline DIR`
+another Slugline runs the package found in DIR (e.g. main's `python/`, as it is today) on its own SQLite file and takes
+its turn in every round: the ratio of the two is what this tree's changes cost a plain redirect, in the same run.
 
 With `--metrics` a second Slugline (its own SQLite file) runs with `SLUGLINE_METRICS_TOKEN` set and takes its turn in
 every round: the ratio of its req/s to the first one's is what metrics cost a redirect, and its /metrics is read at
@@ -78,6 +84,8 @@ def main() -> int:
         help="JSON fields every link is made with, such as '{\"max_clicks\": 1000000000}' (a limited link) or "
         '\'{"expires_at": "2999-01-01T00:00:00Z"}\' (an expiring one)',
     )
+    parser.add_argument("--rules", type=int, default=0, help="also measure links with this many redirect rules")
+    parser.add_argument("--baseline", default=None, help="also run the slugline package in this directory")
     parser.add_argument(
         "--metrics", action="store_true", help="also run Slugline with SLUGLINE_METRICS_TOKEN set (its own database)"
     )
@@ -93,7 +101,7 @@ def main() -> int:
     script = lua_request("GET", BROWSER) + lua_paths(paths)
     with tempfile.TemporaryDirectory(prefix="slugline-bench-") as name, own_schema(args.database_url) as db_url:
         tmp = Path(name)
-        env = slugline_env(tmp, db_url)
+        env = slugline_env(tmp, db_url, **({"SLUGLINE_GEOIP_DB": str(geo_db(tmp))} if args.rules else {}))
         nginx, nginx_url = start_nginx(tmp, args.workers)
         bare, bare_base = start_granian(
             "bare_apps:redirect", args.workers, tmp, {"BARE_REDIRECT_LINKS": str(args.links)}
@@ -101,6 +109,7 @@ def main() -> int:
         server, base = start_slugline(tmp, args.workers, env)
         servers = {"bare Granian": bare, "slugline": server}
         urls = {"nginx": nginx_url, "bare Granian": bare_base, "slugline": base}
+        scripts = start_comparisons(args, tmp, env, servers, urls)  # a label's own requests; others send `script`
         if args.metrics:
             (tmp / "metrics").mkdir()
             metrics_env = slugline_env(tmp / "metrics", None, SLUGLINE_METRICS_TOKEN=METRICS_TOKEN)
@@ -119,7 +128,8 @@ def main() -> int:
         try:
             for label in ("slugline", WITH_METRICS) if args.metrics else ("slugline",):
                 make_links(urls[label], metrics_env if label == WITH_METRICS else env, args.links, args.link_fields)
-            results, cpu, database_cpu = measure(urls, script, args, servers)
+            scripts = {label: scripts.get(label, script) for label in urls}
+            results, cpu, database_cpu = measure(urls, scripts, args, servers)
             before_head = worker_threads_cpu(server)
             head_script = lua_request("HEAD", BROWSER) + lua_paths(paths)
             head = wrk(urls["slugline"], args.duration, args.connections, args.threads, head_script)
@@ -178,6 +188,8 @@ def main() -> int:
 Cpu = dict[tuple[int, int], float]
 WITH_METRICS = "slugline+metrics"
 WITH_WEBHOOKS = "slugline+webhooks"
+BASELINE = "baseline"
+RULED = "slugline rules"
 METRICS_TOKEN = "bench-metrics-token-0123456789"
 
 
@@ -197,13 +209,71 @@ def scraped_redirects(base: str) -> int:
     return int(sum(float(line.rsplit(" ", 1)[1]) for line in lines))
 
 
+def start_comparisons(
+    args: argparse.Namespace,
+    tmp: Path,
+    env: dict[str, str],
+    servers: dict[str, subprocess.Popen[bytes]],
+    urls: dict[str, str],
+) -> dict[str, str]:
+    """`--baseline`'s server (its links made) and `--rules`' link, added to `servers` and `urls`: the wrk scripts of
+    the labels that send requests of their own."""
+    scripts: dict[str, str] = {}
+    if args.baseline:
+        (tmp / "baseline").mkdir()
+        baseline_env = slugline_env(tmp / "baseline", None, PYTHONPATH=str(Path(args.baseline).resolve()))
+        servers[BASELINE], urls[BASELINE] = start_slugline(tmp / "baseline", args.workers, baseline_env)
+        make_links(urls[BASELINE], baseline_env, args.links, args.link_fields)
+    if args.rules:
+        make_ruled_link(urls["slugline"], env, args.rules)
+        urls[RULED], scripts[RULED] = urls["slugline"], lua_request("GET", BROWSER) + lua_paths(["/ruled-0"])
+    return scripts
+
+
+def geo_db(tmp: Path) -> Path:
+    """A small GeoIP database placing 127.0.0.0/8 (where wrk's requests come from) in France."""
+    from mmdb_writer import MMDBWriter
+    from netaddr import IPSet
+
+    writer = MMDBWriter(ip_version=6, ipv4_compatible=True, database_type="GeoLite2-City", languages=["en"])
+    writer.insert_network(IPSet(["127.0.0.0/8"]), {"country": {"iso_code": "FR"}, "city": {"names": {"en": "Paris"}}})
+    writer.insert_network(IPSet(["2001:db8::/32"]), {"country": {"iso_code": "DE"}})
+    path = tmp / "geo.mmdb"
+    writer.to_db_file(str(path))
+    return path
+
+
+def make_ruled_link(base: str, env: dict[str, str], rules: int) -> None:
+    """`/ruled-0`, whose `rules` rules none but the last hold for wrk's requests (a browser's desktop Chrome on
+    Linux, no Accept-Language, from 127.0.0.1), the last of which asks for the country."""
+    misses = [
+        {"if": {"device": ["mobile", "tablet"], "os": ["iOS", "Android"]}, "to": "https://example.org/m"},
+        {"if": {"browser": ["Firefox", "Safari"]}, "to": "https://example.org/b"},
+        {"if": {"language": ["ja", "ko", "zh"]}, "to": "https://example.org/l"},
+        {"if": {"os": ["Windows", "macOS"], "device": ["desktop"]}, "to": "https://example.org/o"},
+    ]
+    body = {
+        "destination_url": "https://example.org/plain",
+        "slug": "ruled-0",
+        "rules": [misses[i % len(misses)] for i in range(rules - 1)]
+        + [{"if": {"country": ["FR", "BE", "CH"]}, "to": "https://example.org/fr"}],
+    }
+    with httpx.Client(base_url=base, headers=pro_account(base, env), timeout=30) as client:
+        client.post("/api/v1/links", json=body).raise_for_status()
+        where = client.get("/ruled-0", headers=BROWSER, follow_redirects=False).headers["location"]
+    assert where == "https://example.org/fr", where
+
+
 def measure(
-    urls: dict[str, str], script: str, args: argparse.Namespace, servers: dict[str, subprocess.Popen[bytes]]
+    urls: dict[str, str],
+    scripts: dict[str, str],
+    args: argparse.Namespace,
+    servers: dict[str, subprocess.Popen[bytes]],
 ) -> tuple[dict[str, list[Run]], dict[str, tuple[Cpu, Cpu]], float]:
     """The runs of each server, the workers' CPU of each of `servers` before and after its own runs (summed), and
     the CPU every PostgreSQL server process on this machine used over Slugline's runs (0 on SQLite)."""
-    for url in urls.values():
-        wrk(url, 2, args.connections, args.threads, script)  # warm-up, not counted
+    for label, url in urls.items():
+        wrk(url, 2, args.connections, args.threads, scripts[label])  # warm-up, not counted
     results: dict[str, list[Run]] = {label: [] for label in urls}
     cpu: dict[str, tuple[Cpu, Cpu]] = {label: ({}, {}) for label in servers}
     database = 0.0
@@ -212,7 +282,7 @@ def measure(
             server = servers.get(label)
             before = worker_threads_cpu(server) if server is not None else {}
             database_before = postgres_cpu() if label == "slugline" and args.database_url else 0.0
-            results[label].append(wrk(url, args.duration, args.connections, args.threads, script))
+            results[label].append(wrk(url, args.duration, args.connections, args.threads, scripts[label]))
             if server is not None:
                 if label.startswith("slugline"):
                     time.sleep(1.2)  # the last clicks are flushed, and their CPU counted
@@ -252,6 +322,16 @@ def report(results: dict[str, list[Run]], args: argparse.Namespace) -> None:
         print(f"  webhooks on / off       {hooked.rps / mine.rps:.3f}x   (p99 {hooked.p99_ms / mine.p99_ms:.2f}x)")
         ratios = [a.rps / b.rps for a, b in zip(results[WITH_WEBHOOKS], results["slugline"], strict=True)]
         print(f"  webhooks on / off by round: {', '.join(f'{r:.3f}' for r in ratios)}")
+    if BASELINE in med:
+        ratios = [a.rps / b.rps for a, b in zip(results["slugline"], results[BASELINE], strict=True)]
+        print(f"  slugline / baseline     {mine.rps / med[BASELINE].rps:.3f}x   by round: {_listed(ratios)}")
+    if RULED in med:
+        ratios = [b.rps / a.rps for a, b in zip(results["slugline"], results[RULED], strict=True)]
+        print(f"  {args.rules} rules / plain {med[RULED].rps / mine.rps:11.3f}x   by round: {_listed(ratios)}")
+
+
+def _listed(ratios: list[float]) -> str:
+    return ", ".join(f"{r:.3f}" for r in ratios)
 
 
 def count_clicks(database_url: str) -> int:
