@@ -2,9 +2,10 @@
 //! (headers already cut to what is stored), within a byte budget; a flusher takes batches out and encodes
 //! them — classification, visitor hashes, roll-ups and the rows as JSON — with no lock held on the queue.
 
+use crate::geo::{GeoDb, Place};
 use crate::keys::KeyedHasher;
 use crate::rollup::json::JsonRows;
-use crate::rollup::{epoch_day, visitor_hash, ClickBatch, ClickError, Origin, Visitor};
+use crate::rollup::{epoch_day, visitor_hash, ClickBatch, ClickError, Origin, PlaceIds, Visitor};
 use crate::useragent::{classify_user_agent, Agent};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
@@ -32,6 +33,8 @@ pub struct RawClick {
     timestamp: f64,
     has_utm: bool,
     via_qr: bool,
+    /// The country a trusted proxy's header named (ISO alpha-2, upper case), if any.
+    country: Option<[u8; 2]>,
 }
 
 /// A click as the redirect hands it over.
@@ -43,6 +46,8 @@ pub struct ClickArgs<'a> {
     pub via_qr: bool,
     pub ip: &'a str,
     pub timestamp: f64,
+    /// A trusted proxy's country header (checked here: two ASCII letters, else ignored).
+    pub country: Option<&'a str>,
 }
 
 /// Characters of a client address kept: an IPv6 address with a zone is under 64. Behind a trusted proxy the address
@@ -87,7 +92,18 @@ impl RawClick {
             timestamp: args.timestamp,
             has_utm: utm.is_some(),
             via_qr: args.via_qr,
+            country: args.country.and_then(|code| match code.as_bytes() {
+                [a, b] if a.is_ascii_alphabetic() && b.is_ascii_alphabetic() => {
+                    Some([a.to_ascii_uppercase(), b.to_ascii_uppercase()])
+                }
+                _ => None,
+            }),
         }
+    }
+
+    /// The country a trusted proxy named, if any.
+    pub fn country(&self) -> Option<&str> {
+        self.country.as_ref().and_then(|code| std::str::from_utf8(code).ok())
     }
 
     fn part(&self, index: usize) -> &[u8] {
@@ -245,6 +261,29 @@ pub fn days(clicks: &[RawClick]) -> Result<Vec<i64>, ClickError> {
 /// Classifies (each distinct user agent once), hashes visitors with the day's salt, and orders the
 /// rows by link id and time (`ClickBatch::sort_by_link_and_time`). Sources and referrer hosts are cut to `max_text` characters (the width of their columns).
 pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usize) -> Result<Encoded, ClickError> {
+    encode_placed(clicks, salts, max_text, None)
+}
+
+/// Where a click came from: the proxy's country if it named one (with the database's region and city when the
+/// database agrees on the country), else the database's place of its address.
+fn place_of(click: &RawClick, geo: Option<&GeoDb>) -> Place {
+    let found = geo.map(|db| db.place(click.ip())).unwrap_or_default();
+    match click.country() {
+        Some(named) if found.country.as_deref() != Some(named) => Place {
+            country: Some(named.to_owned()),
+            ..Place::default()
+        },
+        _ => found,
+    }
+}
+
+/// `encode`, each click placed (`place_of`) with `geo` when given: each distinct (address, proxy country) once.
+pub fn encode_placed(
+    clicks: &[RawClick],
+    salts: &HashMap<i64, Vec<u8>>,
+    max_text: usize,
+    geo: Option<&GeoDb>,
+) -> Result<Encoded, ClickError> {
     let mut batch = ClickBatch::with_cuts(max_text, max_text);
     // What clicks sharing a user agent, an origin, or a visitor (day, IP and user agent) have in common is
     // worked out once per batch: classifying, parsing the referrer and hashing were most of the time per click.
@@ -252,6 +291,7 @@ pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usiz
     let mut origins: HashMap<(&[u8], Option<&str>, bool), Origin> = HashMap::new();
     let mut visitors: HashMap<(i64, usize, &str), Visitor> = HashMap::new();
     let hashers: HashMap<i64, KeyedHasher> = salts.iter().map(|(&day, salt)| (day, KeyedHasher::new(salt))).collect();
+    let mut places: HashMap<(&str, Option<&str>), PlaceIds> = HashMap::new();
     for click in clicks {
         let day = click.day()?;
         let hasher = hashers.get(&day).ok_or(ClickError::Salt(day))?;
@@ -272,7 +312,11 @@ pub fn encode(clicks: &[RawClick], salts: &HashMap<i64, Vec<u8>>, max_text: usiz
         let visitor = *visitors
             .entry((day, agent_no, click.ip()))
             .or_insert_with(|| visitor_hash(hasher, click.ip(), &latin1(click.user_agent())));
-        batch.push(click.link_id(), click.timestamp(), agent, origin, visitor)?;
+        let place = *places.entry((click.ip(), click.country())).or_insert_with(|| {
+            let found = place_of(click, geo);
+            batch.place(found.country.as_deref(), found.region.as_deref(), found.city.as_deref())
+        });
+        batch.push(click.link_id(), click.timestamp(), agent, origin, visitor, place)?;
     }
     batch.sort_by_link_and_time();
     let counted = batch.link_counts();
@@ -332,10 +376,12 @@ fn digits(out: &mut String, value: i64, width: u32) {
 }
 
 /// The batch's click rows in PostgreSQL's `COPY ... FROM STDIN` text format, leaving out links not in `alive`
-/// (when given): link_id, clicked_at, device, browser, os, source, referrer host (or NULL), visitor.
+/// (when given): link_id, clicked_at, device, browser, os, source, referrer host (or NULL), visitor, country, region,
+/// city (each or NULL).
 pub fn copy_text(batch: &ClickBatch, alive: Option<&HashSet<String>>) -> String {
     let mut out = String::with_capacity(batch.len() * 150);
-    for (link, timestamp, device, browser, os, source, host, visitor) in batch.rows() {
+    for ((link, timestamp, device, browser, os, source, host, visitor), place) in batch.rows().zip(batch.places_from(0))
+    {
         if alive.is_some_and(|alive| !alive.contains(link)) {
             continue;
         }
@@ -354,6 +400,13 @@ pub fn copy_text(batch: &ClickBatch, alive: Option<&HashSet<String>>) -> String 
         }
         out.push('\t');
         copy_field(&mut out, visitor);
+        for part in place {
+            out.push('\t');
+            match part {
+                Some(text) => copy_field(&mut out, text),
+                None => out.push_str("\\N"),
+            }
+        }
         out.push('\n');
     }
     out
@@ -398,6 +451,7 @@ mod tests {
             via_qr: false,
             ip: "203.0.113.7",
             timestamp,
+            country: None,
         }
     }
 
@@ -470,6 +524,10 @@ mod tests {
             "rows in the order of the click log's index: (link id, time)"
         );
         assert!(copy.ends_with('\n') && copy.contains("+00\tbot\tcurl\t"), "{copy}");
+        assert!(
+            copy.lines().all(|line| line.ends_with("\t\\N\t\\N\t\\N")),
+            "no place: {copy}"
+        );
         let alive = HashSet::from(["lnk_a".to_owned()]);
         assert_eq!(copy_text(&encoded.batch, Some(&alive)).lines().count(), 2);
     }
@@ -499,6 +557,7 @@ mod tests {
                     via_qr: i % 5 == 0,
                     ip: ips[i / 27 % 3],
                     timestamp: 86_000.0 + i as f64 * 7.0, // over two days
+                    country: [None, Some("fr"), Some("FRA")][i % 3],
                 };
                 RawClick::new(&args, cuts)
             })
@@ -523,6 +582,12 @@ mod tests {
         one_by_one.sort_by_link_and_time();
         let rows: Vec<ClickRow<'_>> = encoded.batch.rows().collect();
         assert_eq!(rows, one_by_one.rows().collect::<Vec<_>>());
+        let countries: Vec<Option<&str>> = encoded.batch.places_from(0).map(|place| place[0]).collect();
+        assert!(
+            countries.contains(&Some("FR")) && countries.contains(&None),
+            "a proxy's country, or none"
+        );
+        assert!(!countries.contains(&Some("FRA")));
         let visitors: HashSet<&str> = rows.iter().map(|row| row.7).collect();
         assert_eq!(visitors.len(), 3 * 3 * 2, "one per IP, user agent and day");
         assert_eq!(encoded.batch.rollup(), one_by_one.rollup());

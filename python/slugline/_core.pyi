@@ -239,7 +239,7 @@ SYSTEMS: frozenset[str]
 class RedirectRules:
     """A link's redirect rules compiled from their JSON (``[{"if": {...}, "to": "..."}]``, at most 20); immutable."""
 
-    def __init__(self, rules_json: str) -> None:
+    def __new__(cls, rules_json: str) -> RedirectRules:
         """Raises ``CoreError`` for malformed rules."""
     @property
     def needs_country(self) -> bool:
@@ -252,7 +252,7 @@ class RedirectRules:
 class GeoDb:
     """An MMDB file (GeoLite2 or DB-IP, Country or City) held in memory; immutable, shared by threads."""
 
-    def __init__(self, data: bytes) -> None:
+    def __new__(cls, data: bytes) -> GeoDb:
         """The whole file's bytes; raises ``CoreError`` if they are not an MMDB database."""
     @property
     def kind(self) -> str:
@@ -284,9 +284,11 @@ class ClickQueue:
         via_qr: bool,
         ip: str,
         timestamp: float | None = None,
+        country: str | None = None,
     ) -> Literal[0, 1, 2]:
         """Keep one click, stamped now unless ``timestamp`` is given: 0 when kept, 1 when kept and a full batch
-        now waits, 2 when the budget is spent (the click is counted in ``dropped`` and not kept)."""
+        now waits, 2 when the budget is spent (the click is counted in ``dropped`` and not kept). ``country``: a
+        trusted proxy's country header (two letters, else ignored), which wins over the GeoIP database's."""
 
     def take(self, max: int) -> Clicks:
         """Up to ``max`` of the oldest waiting clicks; their bytes stay counted until released."""
@@ -320,10 +322,10 @@ class Clicks:
     def days(self) -> list[int]:
         """The distinct epoch days of these clicks, sorted."""
 
-    def encode(self, salts: dict[int, bytes], max_text: int) -> EncodedClicks:
-        """Classify (each distinct user agent once), hash visitors with their day's salt and roll up, with the GIL
-        released; sources and referrer hosts are cut to ``max_text`` characters. Raises ``CoreError`` for a day
-        missing from ``salts``."""
+    def encode(self, salts: dict[int, bytes], max_text: int, geo: GeoDb | None = None) -> EncodedClicks:
+        """Classify (each distinct user agent once), hash visitors with their day's salt, place them (``geo``: each
+        distinct address once) and roll up, with the GIL released; sources and referrer hosts are cut to
+        ``max_text`` characters. Raises ``CoreError`` for a day missing from ``salts``."""
 
     def split(self) -> list[Clicks]:
         """One ``Clicks`` per click, in order; this one is emptied."""
@@ -345,9 +347,10 @@ class EncodedClicks:
         """The click rows in PostgreSQL's COPY text format, without links missing from ``alive`` (when given)."""
 
     def values(self, alive: set[str] | None = None, chunk: int = 100) -> ValueChunks:
-        """The click rows as flat parameter lists of at most ``chunk`` rows of 8 values: link_id, clicked_at
-        (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor. Each
-        list is built when the iterator is asked for it, so the GIL is held one list at a time."""
+        """The click rows as flat parameter lists of at most ``chunk`` rows of 11 values: link_id, clicked_at
+        (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor, country,
+        region and city (each or None). Each list is built when the iterator is asked for it, so the GIL is held one
+        list at a time."""
 
 _CubeKey: TypeAlias = tuple[int, str, int, int]
 _StoredCube: TypeAlias = tuple[int, str, int, int, bytes, bytes | None, bytes | None, bytes | None, bytes | None]

@@ -11,7 +11,8 @@ use crate::hll::Hll;
 use crate::rollup::intern::Interner;
 use crate::useragent::Device;
 
-const VERSION: u8 = 1;
+/// Version 2 adds each combination's country and city; version 1 cubes (written before) read as unknown places.
+const VERSION: u8 = 2;
 /// Visitor counts are kept in sixteenths: estimates past the exact range have fractions, which only matter summed.
 pub const VISITOR_SCALE: f64 = 16.0;
 /// Bound on any count read back: a cube never holds more entries than this.
@@ -56,6 +57,8 @@ impl Cube {
                     os: keep(d.os),
                     source: keep(d.source),
                     referrer: keep(d.referrer),
+                    country: keep(d.country),
+                    city: keep(d.city),
                 };
                 (d, new, n)
             })
@@ -70,7 +73,7 @@ impl Cube {
         let mut position: IdMap<Key, usize> = IdMap::default();
         for (i, &(old, new, n)) in written.iter().enumerate() {
             out.byte(new.device);
-            for s in [new.browser, new.os, new.source, new.referrer] {
+            for s in [new.browser, new.os, new.source, new.referrer, new.country, new.city] {
                 out.uint(id(s));
             }
             out.int(n);
@@ -89,9 +92,10 @@ impl Cube {
         }
     }
 
-    fn order(&self, d: &Dims) -> (u8, &str, &str, &str, &str) {
+    fn order(&self, d: &Dims) -> (u8, [&str; 6]) {
         let name = |s: u32| if s == NONE { "" } else { self.strings.name(s) };
-        (d.device, name(d.browser), name(d.os), name(d.source), name(d.referrer))
+        let names = [d.browser, d.os, d.source, d.referrer, d.country, d.city].map(name);
+        (d.device, names)
     }
 
     /// The visitors of mask 0 (device, browser, os: what most questions read), kept in the `cube` column, and
@@ -267,7 +271,8 @@ pub type Decoded<'a> = (Vec<&'a str>, Vec<(Dims, i64)>, Vec<(usize, f64)>);
 
 pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
     let mut r = Reader::new(bytes);
-    if r.byte()? != VERSION {
+    let version = r.byte()?;
+    if version != VERSION && version != 1 {
         return Err(CodecError::Invalid);
     }
     let n = r.len(MAX_ENTRIES)?;
@@ -292,6 +297,8 @@ pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
             os: string(r.uint()?)?,
             source: string(r.uint()?)?,
             referrer: string(r.uint()?)?,
+            country: if version == 1 { NONE } else { string(r.uint()?)? },
+            city: if version == 1 { NONE } else { string(r.uint()?)? },
         };
         combos.push((d, r.int()?));
     }

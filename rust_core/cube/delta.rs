@@ -51,6 +51,8 @@ impl Cube {
             os: self.intern(Some(parts.os)),
             source: self.intern(Some(parts.source)),
             referrer: self.intern(parts.referrer),
+            country: self.intern(parts.country),
+            city: self.intern(parts.city),
         };
         self.admit(dims)
     }
@@ -89,6 +91,8 @@ struct Parts<'a, 'b> {
     os: &'b str,
     source: &'a str,
     referrer: Option<&'a str>,
+    country: Option<&'a str>,
+    city: Option<&'a str>,
 }
 
 /// A click as stored: (link id, unix time, device, browser, os, source, referrer host, visitor hash).
@@ -107,8 +111,12 @@ pub type StoredClick<'a, 'b> = (
 /// The cubes a batch's clicks make, bots and links without an owner left out: each link's day and month,
 /// and the same for its account's views, which also count clicks per link.
 pub fn batch_cubes(batch: &ClickBatch, owners: &IdMap<String, Owner>) -> IdMap<CubeKey, Cube> {
-    click_cubes(batch.rows(), owners, true)
+    let places = batch.places_from(0).map(|[country, _, city]| [country, city]);
+    click_cubes(batch.rows().zip(places), owners, true)
 }
+
+/// A click's country and city, each if known.
+pub type ClickPlace<'a> = [Option<&'a str>; 2];
 
 /// Where a string lives: equal places hold equal strings, so clicks can be grouped without hashing their text
 /// (a batch's strings are interned: its clicks share them). Equal strings in different places only make more groups.
@@ -117,8 +125,18 @@ fn place(s: &str) -> (usize, usize) {
 }
 
 type Place = (usize, usize);
-/// A group of a batch's clicks: link, day, device, browser, os, source, referrer.
-type Group = (Place, i64, u8, Place, Place, Place, Option<Place>);
+/// A group of a batch's clicks: link, day, device, browser, os, source, referrer, country, city.
+type Group = (
+    Place,
+    i64,
+    u8,
+    Place,
+    Place,
+    Place,
+    Option<Place>,
+    Option<Place>,
+    Option<Place>,
+);
 
 /// `batch_cubes` of clicks read back from the click log; without `views`, only the links' own cubes.
 ///
@@ -126,13 +144,13 @@ type Group = (Place, i64, u8, Place, Place, Place, Option<Place>);
 /// visitor once: a cube is then touched once per group and visitor, not once per click in each of its views
 /// and levels.
 pub fn click_cubes<'a, 'b>(
-    clicks: impl Iterator<Item = StoredClick<'a, 'b>>,
+    clicks: impl Iterator<Item = (StoredClick<'a, 'b>, ClickPlace<'a>)>,
     owners: &IdMap<String, Owner>,
     views: bool,
 ) -> IdMap<CubeKey, Cube> {
     let mut counts: IdMap<(Group, u8), (Parts<'a, 'b>, &'a str, i64)> = IdMap::default();
     let mut visitors: IdMap<Group, (Parts<'a, 'b>, &'a str, Vec<u32>)> = IdMap::default();
-    for (link, timestamp, device, browser, os, source, referrer, visitor) in clicks {
+    for ((link, timestamp, device, browser, os, source, referrer, visitor), [country, city]) in clicks {
         let (Some(_), Some(device)) = (owners.get(link), Device::ALL.iter().position(|d| d.name() == device)) else {
             continue;
         };
@@ -150,6 +168,8 @@ pub fn click_cubes<'a, 'b>(
             place(os),
             place(source),
             referrer.map(place),
+            country.map(place),
+            city.map(place),
         );
         let parts = Parts {
             device,
@@ -157,6 +177,8 @@ pub fn click_cubes<'a, 'b>(
             os,
             source,
             referrer,
+            country,
+            city,
         };
         counts.entry((group, hour)).or_insert((parts, link, 0)).2 += 1;
         visitors

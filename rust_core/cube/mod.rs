@@ -44,6 +44,10 @@ pub struct Dims {
     pub os: u32,
     pub source: u32,
     pub referrer: u32,
+    /// Where the clicks came from (`NONE`: unknown): per visitor, like device, browser and os (the address that
+    /// places a click is part of its visitor hash).
+    pub country: u32,
+    pub city: u32,
 }
 
 impl Dims {
@@ -123,8 +127,8 @@ fn add<K: std::hash::Hash + Eq>(map: &mut IdMap<K, i64>, key: K, n: i64) {
 
 impl Cube {
     /// The combination `d` is counted under here: itself; or with `OTHER` for a source, or a referrer host,
-    /// past the `MAX_VALUES` this cube keeps apart; or past `MAX_COMBOS` with `OTHER` for both its source and
-    /// its referrer host (if it has one).
+    /// past the `MAX_VALUES` this cube keeps apart; or past `MAX_COMBOS` with `OTHER` for its source, its
+    /// referrer host and its city (those it has).
     pub fn admit(&mut self, d: Dims) -> Dims {
         if self.combos.contains_key(&d) {
             return d;
@@ -138,6 +142,7 @@ impl Cube {
         }
         let other = self.strings.intern(OTHER);
         let d = Dims {
+            city: if room || d.city == NONE { d.city } else { other },
             source: if source { d.source } else { other },
             referrer: if referrer || d.referrer == NONE {
                 d.referrer
@@ -170,6 +175,8 @@ impl Cube {
             os: remap(&ids, d.os),
             source: remap(&ids, d.source),
             referrer: remap(&ids, d.referrer),
+            country: remap(&ids, d.country),
+            city: remap(&ids, d.city),
         };
         // Where each of the other's combinations (and the keys projected from it) is counted here.
         let mut placed: IdMap<Dims, Dims> = IdMap::with_capacity_and_hasher(other.combos.len(), Default::default());

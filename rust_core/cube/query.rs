@@ -9,11 +9,12 @@ use crate::useragent::Device;
 use std::collections::HashMap;
 
 /// The dimensions, in the order filters and breakdowns use them.
-pub const DIMENSIONS: [&str; 5] = ["device", "browser", "os", "source", "referrer"];
+pub const DIMENSIONS: [&str; 7] = ["device", "browser", "os", "source", "referrer", "country", "city"];
+const N: usize = DIMENSIONS.len();
 
 /// Lowercased values a click's dimensions must equal; `None` lets every value through.
 #[derive(Debug, Default, Clone)]
-pub struct Filters(pub [Option<String>; 5]);
+pub struct Filters(pub [Option<String>; N]);
 
 impl Filters {
     /// The unique-visitor key mask that answers these filters: source and referrer kept when filtered on.
@@ -38,8 +39,8 @@ pub struct Answer {
     pub days: HashMap<i64, i64>,
     /// Clicks per hour since the epoch, when asked for.
     pub hours: HashMap<i64, i64>,
-    /// Clicks per value of each of `DIMENSIONS`; clicks without a referrer have no referrer entry.
-    pub breakdowns: [HashMap<String, i64>; 5],
+    /// Clicks per value of each of `DIMENSIONS`; clicks without a referrer (a country, a city) have no entry there.
+    pub breakdowns: [HashMap<String, i64>; N],
 }
 
 /// Rows past which a question is answered by two threads, each over half of them: a year's day cubes of a busy
@@ -79,7 +80,7 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
     let mut answer = Answer::default();
     // The rows' strings, each once (rows repeat them: one hash lookup per string and row, not per count).
     let mut names: HashMap<&str, usize> = HashMap::new();
-    let mut totals: Vec<[i64; 5]> = Vec::new();
+    let mut totals: Vec<[i64; N]> = Vec::new();
     let mut per_device = [0i64; 5];
     for row in rows {
         let (strings, combos, own) = decode_cube(row.cube)?;
@@ -89,16 +90,16 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
                 let next = names.len();
                 let id = *names.entry(s).or_insert(next);
                 if id == totals.len() {
-                    totals.push([0; 5]);
+                    totals.push([0; N]);
                 }
                 id
             })
             .collect();
-        // Per string, which of the filters on browser, os, source and referrer it satisfies.
-        let fits: Vec<[bool; 5]> = strings
+        // Per string, which of the filters on browser, os, source, referrer, country and city it satisfies.
+        let fits: Vec<[bool; N]> = strings
             .iter()
             .map(|s| {
-                let mut fit = [false; 5];
+                let mut fit = [false; N];
                 for (k, wanted) in filters.0.iter().enumerate().skip(1) {
                     fit[k] = wanted
                         .as_deref()
@@ -111,9 +112,9 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
             let device_fits = filters.0[0]
                 .as_deref()
                 .is_none_or(|w| Device::ALL[usize::from(d.device)].name() == w);
-            let strings = [NONE, d.browser, d.os, d.source, d.referrer];
+            let strings = [NONE, d.browser, d.os, d.source, d.referrer, d.country, d.city];
             device_fits
-                && (1..5).all(|k| filters.0[k].is_none() || (strings[k] != NONE && fits[strings[k] as usize][k]))
+                && (1..N).all(|k| filters.0[k].is_none() || (strings[k] != NONE && fits[strings[k] as usize][k]))
         };
         let fitting: Vec<bool> = combos.iter().map(|(d, _)| matches(d)).collect();
         let mut day = 0;
@@ -121,7 +122,14 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
             let n = n * row.weight;
             day += n;
             per_device[usize::from(d.device)] += n;
-            for (k, s) in [(1, d.browser), (2, d.os), (3, d.source), (4, d.referrer)] {
+            for (k, s) in [
+                (1, d.browser),
+                (2, d.os),
+                (3, d.source),
+                (4, d.referrer),
+                (5, d.country),
+                (6, d.city),
+            ] {
                 if s != NONE {
                     totals[global[s as usize]][k] += n;
                 }

@@ -99,7 +99,13 @@ fn a_batch_fills_each_view_and_level_and_leaves_bots_out() {
 fn filters_combine_and_pick_the_visitor_key() {
     let cubes = sample();
     let all = row(&cubes[&(1, ALL.to_owned(), DAY, 0)], 1, 0);
-    let filter = |f: [Option<&str>; 5]| Filters(f.map(|v| v.map(str::to_owned)));
+    let filter = |f: [Option<&str>; 5]| {
+        let mut all: [Option<String>; 7] = Default::default();
+        for (to, from) in all.iter_mut().zip(f) {
+            *to = from.map(str::to_owned);
+        }
+        Filters(all)
+    };
     let google = ask(
         std::slice::from_ref(&all),
         &filter([None, None, None, Some("google.com"), None]),
@@ -183,6 +189,8 @@ fn combinations_of_kept_values_fold_past_their_own_cap() {
                 os: NONE,
                 source,
                 referrer,
+                country: NONE,
+                city: NONE,
             };
             let here = cube.admit(d);
             *cube.combos.entry(here).or_default() += 1;
@@ -229,4 +237,53 @@ fn sprayed_sources_fold_into_other_past_the_cap() {
     assert_eq!(answer.total, 2 * (MAX_COMBOS + 500) as i64);
     assert!(answer.breakdowns[3][OTHER] >= 1000);
     assert_eq!(answer.visitors, 1.0);
+}
+
+#[test]
+fn countries_and_cities_are_dimensions_and_old_cubes_read_as_unknown_places() {
+    let mut clicks = ClickBatch::new();
+    let agent = crate::useragent::classify_user_agent(CHROME);
+    for (ip, country, city) in [
+        ("a", Some("FR"), Some("Paris")),
+        ("b", Some("FR"), None),
+        ("c", None, None),
+    ] {
+        let origin = clicks.origin(None, false, None);
+        let place = clicks.place(country, None, city);
+        let visitor = [b'0'; 32];
+        clicks
+            .push("lnk_a", 100.0, agent, origin, visitor, place)
+            .expect("push");
+        let _ = ip;
+    }
+    let cubes = batch_cubes(&clicks, &owners());
+    let all = row(&cubes[&(1, ALL.to_owned(), DAY, 0)], 1, 0);
+    let answer = ask(std::slice::from_ref(&all), &Filters::default());
+    assert_eq!(answer.breakdowns[5].get("FR"), Some(&2));
+    assert_eq!(answer.breakdowns[6].get("Paris"), Some(&1));
+    let mut wanted: [Option<String>; 7] = Default::default();
+    wanted[5] = Some("fr".to_owned());
+    assert_eq!(ask(std::slice::from_ref(&all), &Filters(wanted)).total, 2);
+    // A version 1 cube (no places): the same combinations, every place unknown.
+    let mut old = vec![1u8];
+    let blob = &all.0.cube;
+    let decoded = blob::decode_cube(blob).expect("decode");
+    let mut w = crate::codec::Writer::default();
+    w.uint(decoded.0.len() as u64);
+    for s in &decoded.0 {
+        w.str(s);
+    }
+    w.uint(decoded.1.len() as u64);
+    for (d, n) in &decoded.1 {
+        w.byte(d.device);
+        for s in [d.browser, d.os, d.source, d.referrer] {
+            w.uint(if s == NONE { 0 } else { u64::from(s) + 1 });
+        }
+        w.int(*n);
+    }
+    w.uint(0);
+    old.extend(w.finish());
+    let (_, combos, _) = blob::decode_cube(&old).expect("version 1");
+    assert_eq!(combos.iter().map(|c| c.1).sum::<i64>(), 3);
+    assert!(combos.iter().all(|(d, _)| d.country == NONE && d.city == NONE));
 }

@@ -113,7 +113,7 @@ impl PyBatchCubes {
         let cubes = detached(py, || {
             let rows = clicks
                 .iter()
-                .map(|(l, t, d, b, o, s, r, v)| (&**l, *t, &**d, &**b, &**o, &**s, r.as_deref(), &**v));
+                .map(|(l, t, d, b, o, s, r, v)| ((&**l, *t, &**d, &**b, &**o, &**s, r.as_deref(), &**v), [None, None]));
             Ok::<_, CodecError>(click_cubes(rows, &owners, views))
         })?;
         Ok(PyBatchCubes { cubes })
@@ -246,7 +246,7 @@ pub fn analyse<'py>(
     filters: HashMap<String, String>,
     hours: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut wanted: [Option<String>; 5] = Default::default();
+    let mut wanted: [Option<String>; DIMENSIONS.len()] = Default::default();
     for (name, value) in filters {
         let at = DIMENSIONS
             .iter()

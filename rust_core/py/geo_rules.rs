@@ -50,7 +50,7 @@ impl PyRedirectRules {
 
 #[pyclass(name = "GeoDb", module = "slugline._core", frozen)]
 pub struct PyGeoDb {
-    inner: GeoDb,
+    pub(super) inner: GeoDb,
 }
 
 #[pymethods]

@@ -1,6 +1,7 @@
 //! `ClickQueue` and `Clicks` of `slugline._core`: the redirect's one call per click, and the batches the
 //! flusher takes out, encodes with the GIL released, and releases or gives back.
 
+use super::geo_rules::PyGeoDb;
 use super::{core_error, guard, lock, non_negative, released};
 use crate::clickqueue::{self as queue, ClickArgs, ClickQueue, Cuts, Encoded, RawClick, Recorded};
 use pyo3::prelude::*;
@@ -48,7 +49,7 @@ impl PyClickQueue {
     /// batch now waits, 2 when the budget is spent (the click is counted in `dropped`, not kept).
     /// Holds the GIL for well under a microsecond.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (link_id, user_agent, referrer, utm_source, via_qr, ip, timestamp = None))]
+    #[pyo3(signature = (link_id, user_agent, referrer, utm_source, via_qr, ip, timestamp = None, country = None))]
     fn record(
         &self,
         link_id: &str,
@@ -58,6 +59,7 @@ impl PyClickQueue {
         via_qr: bool,
         ip: &str,
         timestamp: Option<f64>,
+        country: Option<&str>,
     ) -> PyResult<u8> {
         let args = ClickArgs {
             link_id,
@@ -67,6 +69,7 @@ impl PyClickQueue {
             via_qr,
             ip,
             timestamp: timestamp.unwrap_or_else(queue::now),
+            country,
         };
         guard(|| {
             Ok(match lock(&self.inner).record(&args) {
@@ -164,9 +167,18 @@ impl PyClicks {
 
     /// Classifies, hashes and rolls up these clicks with the GIL released; sources and referrer hosts are cut
     /// to `max_text` characters.
-    fn encode(&self, py: Python<'_>, salts: HashMap<i64, Vec<u8>>, max_text: i64) -> PyResult<PyEncoded> {
+    #[pyo3(signature = (salts, max_text, geo = None))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        salts: HashMap<i64, Vec<u8>>,
+        max_text: i64,
+        geo: Option<&Bound<'_, PyGeoDb>>,
+    ) -> PyResult<PyEncoded> {
         let max_text = non_negative(max_text, "max_text")?;
-        let encoded = released(py, || queue::encode(&lock(&self.inner), &salts, max_text))?.map_err(core_error)?;
+        let geo = geo.map(|db| &db.get().inner);
+        let encoded =
+            released(py, || queue::encode_placed(&lock(&self.inner), &salts, max_text, geo))?.map_err(core_error)?;
         Ok(PyEncoded { inner: encoded })
     }
 
@@ -210,8 +222,9 @@ impl PyEncoded {
         Ok(PyBytes::new(py, text.as_bytes()))
     }
 
-    /// The click rows as flat parameter lists of at most `chunk` rows each (8 values a row: link_id, clicked_at
-    /// text, device, browser, os, source, referrer host or None, visitor), without links missing from `alive`.
+    /// The click rows as flat parameter lists of at most `chunk` rows each (11 values a row: link_id, clicked_at
+    /// text, device, browser, os, source, referrer host or None, visitor, then country, region and city or None),
+    /// without links missing from `alive`.
     /// An iterator: each list is built when asked for, so the GIL is held one list at a time, and the caller
     /// (whose database releases it while it works) lets the serving thread in between.
     #[pyo3(signature = (alive = None, chunk = 100))]
@@ -227,6 +240,9 @@ impl PyEncoded {
 }
 
 /// `EncodedClicks.values`: the rows as parameter lists, one list built per step.
+/// Values of a click row: link, time, device, browser, os, source, referrer host, visitor, country, region, city.
+const ROW_VALUES: usize = 11;
+
 #[pyclass(name = "ValueChunks", module = "slugline._core", frozen)]
 pub struct PyValueChunks {
     encoded: Py<PyEncoded>,
@@ -248,10 +264,11 @@ impl PyValueChunks {
             let batch = &self.encoded.get().inner.batch;
             let mut next = lock(&self.next);
             let mut shared = Shared::default();
-            let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(self.chunk * 8);
+            let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(self.chunk * ROW_VALUES);
             let mut text = String::with_capacity(32);
             let mut seen = 0;
-            for (link, timestamp, device, browser, os, source, host, visitor) in batch.rows_from(*next) {
+            let rows = batch.rows_from(*next).zip(batch.places_from(*next));
+            for ((link, timestamp, device, browser, os, source, host, visitor), place) in rows {
                 seen += 1;
                 if self.alive.as_ref().is_some_and(|alive| !alive.contains(link)) {
                     continue;
@@ -268,7 +285,13 @@ impl PyValueChunks {
                     None => py.None().into_bound(py),
                 });
                 row.push(PyString::new(py, visitor).into_any());
-                if row.len() == self.chunk * 8 {
+                for part in place {
+                    row.push(match part {
+                        Some(text) => share(py, &mut shared, text),
+                        None => py.None().into_bound(py),
+                    });
+                }
+                if row.len() == self.chunk * ROW_VALUES {
                     break;
                 }
             }

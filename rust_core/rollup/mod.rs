@@ -49,7 +49,13 @@ struct Click {
     source: u32,
     referrer_host: Option<u32>,
     visitor: Visitor,
+    place: PlaceIds,
 }
+
+/// Where a click came from: country, region and city, each a `ClickBatch::string` id or `NO_PLACE`.
+pub type PlaceIds = [u32; 3];
+pub const NO_PLACE: u32 = u32::MAX;
+pub const UNPLACED: PlaceIds = [NO_PLACE; 3];
 
 /// One row of the clicks table: (link_id, timestamp, device, browser, os, source, referrer_host, visitor).
 pub type ClickRow<'a> = (
@@ -158,7 +164,20 @@ impl ClickBatch {
         epoch_day(click.timestamp)?;
         let origin = self.origin(click.utm_source, click.via_qr, click.referrer);
         let visitor = visitor_hash(&KeyedHasher::new(click.visitor_salt), click.ip, click.user_agent);
-        self.push(click.link_id, click.timestamp, agent, origin, visitor)
+        self.push(click.link_id, click.timestamp, agent, origin, visitor, UNPLACED)
+    }
+
+    /// A place's parts interned (`PlaceIds`), so clicks from one place share their strings.
+    pub fn place(&mut self, country: Option<&str>, region: Option<&str>, city: Option<&str>) -> PlaceIds {
+        let mut id = |part: Option<&str>| part.map_or(NO_PLACE, |text| self.strings.intern(text));
+        [id(country), id(region), id(city)]
+    }
+
+    /// Each click's (country, region, city), in the order of `rows_from(start)`.
+    pub fn places_from(&self, start: usize) -> impl Iterator<Item = [Option<&str>; 3]> {
+        self.clicks[start.min(self.clicks.len())..]
+            .iter()
+            .map(|c| c.place.map(|id| (id != NO_PLACE).then(|| self.strings.name(id))))
     }
 
     /// Where a click came from, its source and referrer host cut to the batch's widths and interned. Depends
@@ -186,6 +205,7 @@ impl ClickBatch {
         agent: Agent,
         origin: Origin,
         visitor: Visitor,
+        place: PlaceIds,
     ) -> Result<(), ClickError> {
         let day = epoch_day(timestamp)?;
         self.clicks.push(Click {
@@ -198,6 +218,7 @@ impl ClickBatch {
             source: origin.source,
             referrer_host: origin.host,
             visitor,
+            place,
         });
         Ok(())
     }

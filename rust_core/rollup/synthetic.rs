@@ -74,6 +74,7 @@ impl ClickBatch {
                 source,
                 referrer_host: (source > sources[1]).then_some(source),
                 visitor,
+                place: super::UNPLACED,
             });
         }
         Ok(batch)

@@ -227,13 +227,14 @@ def test_click_rows_come_one_parameter_list_at_a_time_without_the_links_left_out
     encoded = clicks.encode({day: b"salt" for day in clicks.days()}, 255)
     chunks = encoded.values(None, 4)
     first = next(chunks)  # built when asked for: an iterator, not a list made all at once
-    assert len(first) == 4 * 8 and first[0] == "lnk_0"
+    assert len(first) == 4 * 11 and first[0] == "lnk_0"
+    assert first[8:11] == [None, None, None]  # country, region, city: no database, no proxy's country
     rest = list(chunks)
-    assert [len(chunk) // 8 for chunk in rest] == [4, 4, 4, 4, 3]
+    assert [len(chunk) // 11 for chunk in rest] == [4, 4, 4, 4, 3]
     assert next(chunks, None) is None
     kept = [chunk for chunk in encoded.values({"lnk_1"}, 5)]
-    assert [len(chunk) // 8 for chunk in kept] == [5, 3]
-    assert {chunk[i] for chunk in kept for i in range(0, len(chunk), 8)} == {"lnk_1"}
+    assert [len(chunk) // 11 for chunk in kept] == [5, 3]
+    assert {chunk[i] for chunk in kept for i in range(0, len(chunk), 11)} == {"lnk_1"}
     assert list(encoded.values({"lnk_9"}, 5)) == []
 
 
