@@ -20,6 +20,7 @@ from slugline.common.clock import isoformat
 from tests.support.helpers import CHROME, SQLITE_ONLY, Account, click_recorder, create
 
 COLUMNS = ["clicked_at", "link_id", "slug", "device", "browser", "os", "source", "referrer"]
+COLUMNS += ["country", "region", "city"]
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0"
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 "

@@ -8,12 +8,25 @@ from collections.abc import Sequence
 
 import orjson
 
-COLUMNS = ("clicked_at", "link_id", "slug", "device", "browser", "os", "source", "referrer")
+COLUMNS = (
+    "clicked_at",
+    "link_id",
+    "slug",
+    "device",
+    "browser",
+    "os",
+    "source",
+    "referrer",
+    "country",
+    "region",
+    "city",
+)
 # A spreadsheet reads a cell starting with one of these as a formula. Anonymous visitors choose some of the values
 # (a utm_source, a referrer host), so such a cell gets a leading apostrophe, which shows it as the text it is.
 FORMULA_STARTS = ("=", "+", "-", "@")
 
-Cells = tuple[str, str, str, str, str, str, str, str | None]  # one row, in COLUMNS order, clicked_at as ISO text
+# One row, in COLUMNS order, clicked_at as ISO text; referrer and the place may be missing.
+Cells = tuple[str, str, str, str, str, str, str, str | None, str | None, str | None, str | None]
 
 
 def csv_header() -> bytes:
@@ -21,12 +34,13 @@ def csv_header() -> bytes:
 
 
 def csv_rows(rows: Sequence[Cells]) -> bytes:
-    """Quoted by the csv module as needed; a missing referrer is an empty cell."""
+    """Quoted by the csv module as needed; a missing referrer or place is an empty cell."""
     return _csv([tuple(_cell(value) for value in row) for row in rows])
 
 
 def ndjson_rows(rows: Sequence[Cells]) -> bytes:
-    """One JSON object a line, keys in COLUMNS order; a missing referrer is null. No escaping: JSON is data."""
+    """One JSON object a line, keys in COLUMNS order; a missing referrer or place is null. No escaping: JSON is
+    data."""
     return b"".join(
         orjson.dumps(dict(zip(COLUMNS, row, strict=True)), option=orjson.OPT_APPEND_NEWLINE) for row in rows
     )

@@ -111,7 +111,7 @@ def _statement(caller: Caller, params: ExportParams, link_id: str | None) -> Sel
         conds.append(Click.link_id == link_id)
     columns = (Click.clicked_at, Click.id, Click.link_id, Link.slug, Click.device, Click.browser, Click.os)
     return (
-        select(*columns, Click.source, Click.referrer)
+        select(*columns, Click.source, Click.referrer, Click.country, Click.region, Click.city)
         .join(Link, Link.id == Click.link_id)
         .where(*conds)
         .order_by(Click.clicked_at, Click.id)
@@ -157,5 +157,5 @@ def _chunk(
 
 
 def _cells(row: Row[*tuple[Any, ...]]) -> Cells:
-    at, _, link_id, slug, device, browser, os, source, referrer = row
-    return isoformat(at) or "", link_id, slug, device, browser, os, source, referrer
+    at, _, link_id, slug, device, browser, os, source, referrer, country, region, city = row
+    return isoformat(at) or "", link_id, slug, device, browser, os, source, referrer, country, region, city

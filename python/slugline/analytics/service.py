@@ -37,13 +37,28 @@ TOP_CANDIDATES = 25
 # visitors' utm_source values, so without a cap anyone could make an account's analytics arbitrarily large.
 TOP_ENTRIES = 20
 OTHER = "(other)"
+# A click of a link's list: when, who (classified) and where from (the place resolved by the click writer).
+CLICK_COLUMNS = (
+    Click.clicked_at,
+    Click.device,
+    Click.browser,
+    Click.os,
+    Click.source,
+    Click.referrer,
+    Click.country,
+    Click.region,
+    Click.city,
+)
 BREAKDOWNS = (
     ("devices", "device", "device"),
     ("browsers", "browser", "browser"),
     ("operating_systems", "os", "os"),
     ("sources", "source", "source"),
     ("referrers", "referrer", "referrer"),
+    ("countries", "country", "country"),
+    ("cities", "city", "city"),
 )
+MAX_COUNTRIES = 250  # every country there is: a map shows them all
 
 
 async def get_analytics(
@@ -83,14 +98,16 @@ def analytics_on_thread(
         "from": first.isoformat(),
         "to": last.isoformat(),
         "interval": params.interval,
-        **{name: filters.get(name) for name in ("source", "device", "browser", "os", "referrer")},
+        **{name: filters.get(name) for name in ("source", "device", "browser", "os", "referrer", "city")},
+        "country": filters["country"].upper() if "country" in filters else None,
         "total_clicks": total,
         "unique_visitors": round(answer["visitors"]),
         "clicks": _series(answer, params.interval, first, last),
     }
     for key, name, dimension in BREAKDOWNS:
         rows_of = answer["breakdowns"][dimension]
-        out[key] = _with_other(name, rows_of, sum(n for _, n in rows_of))
+        shown = MAX_COUNTRIES if name == "country" else TOP_ENTRIES
+        out[key] = _with_other(name, rows_of, sum(n for _, n in rows_of), shown)
     out["top_links"] = [{"id": i, "slug": slug, "title": title, "clicks": int(n)} for i, slug, title, n in top]
     return out
 
@@ -151,11 +168,13 @@ def _series(answer: dict[str, Any], interval: str, first: date, last: date) -> l
     return [{"date": start.isoformat(), "clicks": n} for start, n in buckets.items()]
 
 
-def _with_other(name: str, rows: list[tuple[str, int]], total: int) -> list[dict[str, Any]]:
+def _with_other(
+    name: str, rows: list[tuple[str, int]], total: int, top_entries: int = TOP_ENTRIES
+) -> list[dict[str, Any]]:
     """The top entries, and an OTHER row with the clicks of every entry past them. A cube counts combinations past
     its bound under OTHER already (`rust_core/cube/mod.rs`): those clicks join the rest, never take a top place, so
     a flood of sources that filled the cube still gives one OTHER row."""
-    top = list(islice(((value, n) for value, n in rows if value != OTHER), TOP_ENTRIES))
+    top = list(islice(((value, n) for value, n in rows if value != OTHER), top_entries))
     out: list[dict[str, Any]] = [{name: value, "clicks": int(n)} for value, n in top]
     rest = total - sum(int(n) for _, n in top)
     if rest > 0:
@@ -176,24 +195,15 @@ def clicks_on_thread(rt: Runtime, caller: Caller, link_id: str, data: dict[str, 
         params = parse(PageParams, without_nulls(data))
         total = session.scalar(select(func.count()).select_from(Click).where(Click.link_id == link.id)) or 0
         stmt = (
-            select(Click.clicked_at, Click.device, Click.browser, Click.os, Click.source, Click.referrer)
+            select(*CLICK_COLUMNS)
             .where(Click.link_id == link.id)
             .order_by(Click.clicked_at.desc(), Click.id.desc())
             .limit(params.per)
             .offset((params.page - 1) * params.per)
         )
         rows = session.execute(stmt).all()
+    names = [column.key for column in CLICK_COLUMNS]
     return {
-        "data": [
-            {
-                "clicked_at": isoformat(at),
-                "device": device,
-                "browser": browser,
-                "os": os,
-                "source": source,
-                "referrer": referrer,
-            }
-            for at, device, browser, os, source, referrer in rows
-        ],
+        "data": [{**dict(zip(names, row, strict=True)), "clicked_at": isoformat(row[0])} for row in rows],
         "pagination": pagination(params.page, params.per, total),
     }

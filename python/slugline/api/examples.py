@@ -40,9 +40,14 @@ LINK: dict[str, Any] = {
     "expired_url": None,
     "archived": False,
     "preview": None,
+    "rules": None,
     "status": "active",
 }
-NEW_LINK = {**LINK, "clicks": 0}
+RULES = [
+    {"if": {"country": ["FR", "BE"], "device": ["mobile"]}, "to": "https://doc.rust-lang.org/book/fr/"},
+    {"if": {"language": ["de"]}, "to": "https://doc.rust-lang.org/book/de/"},
+]
+NEW_LINK = {**LINK, "clicks": 0, "rules": RULES}
 UPDATED = {**LINK, "title": "The Book", "hashtags": ["rust"], "updated_at": "2026-11-22T08:30:00Z"}
 PAGINATION = {"page": 1, "per": 20, "total": 1, "pages": 1}
 ACCOUNT = {"username": "alice", "plan": "developer", "created_at": CREATED}
@@ -64,6 +69,8 @@ ANALYTICS = {
     "browser": None,
     "os": None,
     "referrer": None,
+    "country": None,
+    "city": None,
     "total_clicks": 42,
     "unique_visitors": 30,
     "clicks": [{"date": "2026-11-20", "clicks": 12}, {"date": "2026-11-21", "clicks": 30}],
@@ -72,9 +79,11 @@ ANALYTICS = {
     "operating_systems": [{"os": "linux", "clicks": 22}, {"os": "android", "clicks": 20}],
     "sources": [{"source": "direct", "clicks": 30}, {"source": "qr", "clicks": 12}],
     "referrers": [{"referrer": "news.ycombinator.com", "clicks": 8}],
+    "countries": [{"country": "FR", "clicks": 25}, {"country": "DE", "clicks": 17}],
+    "cities": [{"city": "Paris", "clicks": 20}, {"city": "Berlin", "clicks": 17}],
     "top_links": [{"id": LINK["id"], "slug": LINK["slug"], "title": LINK["title"], "clicks": 42}],
 }
-CSV = "clicked_at,link_id,slug,device,browser,os,source,referrer\n"
+CSV = "clicked_at,link_id,slug,device,browser,os,source,referrer,country,region,city\n"
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256" viewBox="0 0 33 33">...</svg>'
 NDJSON = {
     "exportClicks": '{"clicked_at": "2026-11-21T10:04:59Z", "link_id": "lnk_4fQ8xZ2kLm9", "device": "mobile"}\n',
@@ -100,6 +109,7 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
             "slug": "rust-book",
             "title": "The Rust Book",
             "hashtags": ["rust", "books"],
+            "rules": RULES,
         },
         NEW_LINK,
     ),
@@ -144,6 +154,9 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
                     "os": "android",
                     "source": "qr",
                     "referrer": None,
+                    "country": "FR",
+                    "region": "Île-de-France",
+                    "city": "Paris",
                 }
             ],
             "pagination": PAGINATION,

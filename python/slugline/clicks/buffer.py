@@ -20,8 +20,9 @@ it answers are dropped (and counted in the log), so one bad row cannot hold back
 database is unreachable nothing is dropped. Shutdown (the lifespan ending, e.g. on SIGTERM) flushes whatever is
 left, trying again for up to `SHUTDOWN_SECONDS` if a write fails. The client IP is the ASGI `client` address (behind
 proxies listed in `SLUGLINE_TRUSTED_PROXIES`, the app puts the forwarded address there); it only feeds the visitor
-hash and is never stored. Between flushes the flusher also keeps the click log: old clicks deleted, partitions made
-ahead (`slugline.clicks.retention`).
+hash and, on the flusher's side, the click's country, region and city (`clicks.geo`: a trusted proxy's country
+header, noted by the redirect, else the GeoIP database), and is never stored. Between flushes the flusher also
+keeps the click log: old clicks deleted, partitions made ahead (`slugline.clicks.retention`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from contextlib import asynccontextmanager, suppress
 from time import perf_counter
 
 from slugline import _core
+from slugline.clicks.geo import GeoIp
 from slugline.clicks.retention import Upkeep
 from slugline.clicks.store import MAX_TEXT, SaltBook, make_pending_moves, reachable, write_batch
 from slugline.common.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
@@ -69,6 +71,8 @@ class ClickRecorder:
         self._closing = False
         self._failures = 0  # consecutive failed writes of the batch at the head of the queue
         self._upkeep = Upkeep(rt.db, rt.settings.click_log_days, rt.link_hooks)
+        # Places each batch's clicks on this (the flusher's) side; the redirects' country rules share it.
+        self.geo = GeoIp(rt.settings.geoip_db)
         self.written = 0  # clicks written to the database since the worker started
         self.on_write: Callable[[float], None] | None = None  # given each batch write's seconds (`slugline.metrics`)
 
@@ -218,7 +222,7 @@ class ClickRecorder:
     def _write(self, clicks: _core.Clicks) -> int:
         """Runs in a worker thread: the Rust encoding releases the GIL, and so does the database at work."""
         salts = self._salts.get(self._rt.db, clicks.days())
-        return write_batch(self._rt.db, clicks.encode(salts, MAX_TEXT))
+        return write_batch(self._rt.db, clicks.encode(salts, MAX_TEXT, self.geo.db))
 
 
 def brief(exc: BaseException) -> str:

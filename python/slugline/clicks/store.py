@@ -45,14 +45,15 @@ _LOCK = "SELECT id FROM links WHERE id IN (SELECT json_array_elements_text(%s::j
 # The click rows, the one part that grows with the batch, go the cheapest way each database has: COPY on
 # PostgreSQL; on SQLite multi-row INSERTs of `ROWS_PER_INSERT` rows whose values Rust made (repeated strings
 # shared), so the driver binds them without Python code per click and the GIL changes hands once per statement.
-_COLUMNS = "link_id, clicked_at, device, browser, os, source, referrer, visitor"
+_COLUMNS = "link_id, clicked_at, device, browser, os, source, referrer, visitor, country, region, city"
 _COPY = f"COPY clicks ({_COLUMNS}) FROM STDIN"
 ROWS_PER_INSERT = 250
+ROW_VALUES = _COLUMNS.count(",") + 1  # values of a row in `EncodedClicks.values`'s lists
 
 
 @functools.cache
 def _insert_rows(rows: int) -> str:
-    return f"INSERT INTO clicks ({_COLUMNS}) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO clicks ({_COLUMNS}) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
 
 
 MAX_TEXT = min(MAX_SOURCE, MAX_REFERRER)  # what Rust cuts sources and referrer hosts to
@@ -159,8 +160,8 @@ def _insert_clicks(conn: Connection, encoded: _core.EncodedClicks, kept: set[str
             return int(cursor.rowcount)
         written = 0
         for values in encoded.values(kept, ROWS_PER_INSERT):
-            cursor.execute(_insert_rows(len(values) // 8), values)
-            written += len(values) // 8
+            cursor.execute(_insert_rows(len(values) // ROW_VALUES), values)
+            written += len(values) // ROW_VALUES
         return written
     except dbapi.Error as exc:
         statement = _COPY if conn.dialect.name == "postgresql" else _insert_rows(1)

@@ -47,3 +47,6 @@ MAX_CLICK_REFERRER = 512
 # QR images
 MIN_QR_SIZE, MAX_QR_SIZE = 64, 2048
 MAX_QR_MARGIN = 16
+
+# Clicks
+MAX_PLACE = 100  # characters of a click's region or city (the core cuts them there: `rust_core/geo.rs`)

@@ -37,6 +37,7 @@ from slugline.common.bounds import (
     MAX_PAGE,
     MAX_PASSWORD,
     MAX_PER,
+    MAX_PLACE,
     MAX_PREVIEW_DESCRIPTION,
     MAX_PREVIEW_TITLE,
     MAX_QR_MARGIN,
@@ -542,6 +543,15 @@ class ClickFilters(_Strict):
     referrer: str | None = Field(
         default=None, max_length=MAX_REFERRER, description="Only clicks whose referrer host is this one"
     )
+    country: str | None = Field(
+        default=None,
+        pattern=r"^\s*[A-Za-z]{2}\s*$",
+        description="Only clicks from this country (ISO 3166-1 alpha-2, e.g. FR)",
+        examples=["FR"],
+    )
+    city: str | None = Field(
+        default=None, max_length=MAX_PLACE, description="Only clicks from this city, as the GeoIP database names it"
+    )
 
     def filters(self) -> dict[str, str]:
         """The filters given, lowercased and stripped, empty ones left out."""
@@ -549,7 +559,7 @@ class ClickFilters(_Strict):
         return {name: value.strip().lower() for name, value in given.items() if value and value.strip()}
 
 
-FILTERS = ("source", "device", "browser", "os", "referrer")
+FILTERS = ("source", "device", "browser", "os", "referrer", "country", "city")
 
 
 class PeriodParams(ClickFilters):

@@ -27,6 +27,7 @@ from slugline.common.bounds import (
     MAX_BROWSER,
     MAX_DESCRIPTION,
     MAX_OS,
+    MAX_PLACE,
     MAX_REFERRER,
     MAX_SLUG,
     MAX_SOURCE,
@@ -181,6 +182,11 @@ class Click(Base):
     source: Mapped[str] = mapped_column(String(MAX_SOURCE))
     referrer: Mapped[str | None] = mapped_column(String(MAX_REFERRER), nullable=True)
     visitor: Mapped[str] = mapped_column(String(32))
+    # Where the click came from (migration 0015, `clicks.geo`): ISO 3166-1 alpha-2, and the GeoIP database's region
+    # and city in English, each null when unknown. The address itself is never stored.
+    country: Mapped[str | None] = mapped_column(String(2), nullable=True)
+    region: Mapped[str | None] = mapped_column(String(MAX_PLACE), nullable=True)
+    city: Mapped[str | None] = mapped_column(String(MAX_PLACE), nullable=True)
 
     # On PostgreSQL the primary key is (link_id, clicked_at, id) and stands in for this index (migration 0008: one
     # structure fewer to write per row of a batch's COPY); on SQLite `id` is the rowid, and the index stays.

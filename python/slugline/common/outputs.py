@@ -165,6 +165,16 @@ class ReferrerClicks(_Open):
     clicks: int
 
 
+class CountryClicks(_Open):
+    country: str = Field(description="ISO 3166-1 alpha-2 code")
+    clicks: int
+
+
+class CityClicks(_Open):
+    city: str = Field(description="As the GeoIP database names it (English), or (other) for the rest")
+    clicks: int
+
+
 class TopLink(_Open):
     id: str
     slug: str
@@ -187,6 +197,8 @@ class Analytics(_Open):
     browser: str | None = Field(description="The browser filter as applied (lowercased), or null")
     os: str | None = Field(description="The operating system filter as applied (lowercased), or null")
     referrer: str | None = Field(description="The referrer filter as applied (lowercased), or null")
+    country: str | None = Field(default=None, description="The country filter as applied (upper case), or null")
+    city: str | None = Field(default=None, description="The city filter as applied (lowercased), or null")
     total_clicks: int
     unique_visitors: int = Field(
         description="Distinct visitors per UTC day, summed over the period (a visitor counts once a day); exact up to "
@@ -198,6 +210,13 @@ class Analytics(_Open):
     operating_systems: list[OsClicks] = Field(description=TOP)
     sources: list[SourceClicks] = Field(description=TOP)
     referrers: list[ReferrerClicks] = Field(description=TOP)
+    countries: list[CountryClicks] = Field(
+        default_factory=list,
+        description="Clicks per country, most first (every country; clicks whose country is unknown are left out)",
+    )
+    cities: list[CityClicks] = Field(
+        default_factory=list, description=TOP + " (cities are known from a City GeoIP database only)"
+    )
     top_links: list[TopLink] = Field(description="At most 10, most clicked first")
 
 
@@ -273,6 +292,9 @@ class Click(_Open):
     os: str | None
     source: str | None
     referrer: str | None
+    country: str | None = Field(default=None, description="ISO 3166-1 alpha-2, or null when unknown")
+    region: str | None = Field(default=None, description="From a City GeoIP database, or null")
+    city: str | None = Field(default=None, description="From a City GeoIP database, or null")
 
 
 class ClickPage(_Open):

@@ -268,9 +268,11 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         inputs.GET_ANALYTICS,
         "Clicks on the account's links, or with link_id on one link, bots excluded: total clicks, unique visitors "
         "(distinct per UTC day, summed), a zero-filled series by interval (hour, day, week or month), devices, "
-        "browsers, operating systems, sources, referrers and the 10 most clicked links. The period is the last "
+        "browsers, operating systems, sources, referrers, countries (ISO codes) and cities, and the 10 most clicked "
+        "links. The period is the last "
         "`days` days (default 30) or from-to (ISO dates, UTC, both included, at most 365 days); interval hour needs "
-        "7 days or fewer. source, device, browser, os and referrer filter every figure (all must hold, any case). A "
+        "7 days or fewer. source, device, browser, os, referrer, country (e.g. FR) and city filter every figure (all "
+        "must hold, any case). A "
         "public-only key's figures leave out private and password links, whose link_id answers 'link not found'.",
     ),
     (

@@ -36,7 +36,7 @@ from slugline.redirects.urls import ascii_url, merge_query
 from slugline.runtime import Runtime
 from slugline.storage.db import unavailable
 from slugline.web import keepalive
-from slugline.web.logs import REQUEST_ID_HEADER, ROUTE_KEY, RequestLog, request_id
+from slugline.web.logs import PROXIED_KEY, REQUEST_ID_HEADER, ROUTE_KEY, RequestLog, request_id
 from slugline.web.request import client_ip
 from slugline.web.unavailable import send_unavailable
 
@@ -162,7 +162,7 @@ class Redirects:
         self.clicks = clicks
         self.record = clicks.queue.record  # one call into Rust per click
         self.unlocker = Unlocker(rt)
-        self.router = Router(rt.settings)
+        self.router = Router(rt.settings, clicks.geo)
         self.db = rt.db
         elsewhere = rt.settings.not_found_url
         self.not_found_location = None if elsewhere is None else ascii_url(elsewhere).encode("ascii")
@@ -290,7 +290,11 @@ class Redirects:
                     agent = value
                 elif name == b"referer":
                     referrer = value
-            outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope))
+            if PROXIED_KEY in scope:  # a trusted proxy may have named the country: the click writer believes it
+                country = self.router.noted(scope)
+                outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope), None, country)
+            else:
+                outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope))
             if outcome:  # a full batch waits, or the buffer is full
                 self.clicks.notice(outcome)
         return location

@@ -1,7 +1,9 @@
-"""Where a link's redirect rules send this visitor: the rules are evaluated in the Rust core
-(`_core.RedirectRules.choose`) on the raw `User-Agent` and `Accept-Language` bytes and, only for rules that ask for
-it, the visitor's country: a trusted proxy's country header (`clicks.geo.header_names`, believed only on requests
-`web.proxies` marked as having come through one), else the GeoIP database. A link without rules never comes here."""
+"""Where a link's redirect rules send this visitor, and the country a trusted proxy names for the click writer.
+
+The rules are evaluated in the Rust core (`_core.RedirectRules.choose`) on the raw `User-Agent` and
+`Accept-Language` bytes and, only for rules that ask for it, the visitor's country: a trusted proxy's country header
+(`clicks.geo.header_names`, believed only on requests `web.proxies` marked as having come through one), else the
+GeoIP database. A link without rules never comes here."""
 
 from __future__ import annotations
 
@@ -15,9 +17,18 @@ from slugline.web.request import client_ip
 
 
 class Router:
-    def __init__(self, settings: Settings) -> None:
-        self.geo = GeoIp(settings.geoip_db)
+    def __init__(self, settings: Settings, geo: GeoIp) -> None:
+        self.geo = geo  # the click writer's: one copy of the database in memory
         self.country_headers = header_names(settings.country_header)  # in the order they are believed
+
+    def noted(self, scope: dict[str, Any]) -> str | None:
+        """The country a trusted proxy's header names (call only for a request `web.proxies` marked), or None."""
+        found: dict[bytes, bytes] = {}
+        wanted = self.country_headers
+        for name, value in scope["headers"]:
+            if name in wanted:
+                found[name] = value
+        return next(filter(None, (country_code(found.get(name)) for name in wanted)), None) if found else None
 
     def pick(self, routes: Routes, entry: Entry, scope: dict[str, Any]) -> tuple[str, bytes]:
         """The destination and `Location` for this visitor: the first rule that holds, else the link's own."""

@@ -1,0 +1,97 @@
+"""Countries and cities end to end: clicks placed by a test GeoIP database (IPv4 and IPv6) and by a trusted proxy's
+country header show in GET /analytics, a link's analytics, MCP get_analytics and the dashboard; `country=` filters
+every figure; an untrusted caller's header is ignored."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from slugline.accounts import service as accounts
+from slugline.runtime import Runtime
+from slugline.settings import Settings
+from tests.dashboard.pages import new_link, sign_up
+from tests.mcp.test_lifecycle_tools import tool
+from tests.support.geodb import BERLIN_V4, LYON_V6, PARIS_V4, write_db
+from tests.support.helpers import BASE_URL, CHROME, LINKS, Account, ClientFactory, create, make_settings
+
+ANALYTICS = "/api/v1/analytics"
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return make_settings(database_url, public_url=BASE_URL)  # /mcp answers only the names its public URL gives
+
+
+def _visits(make_client: ClientFactory, tmp_path: Path, slug: str) -> None:
+    geo = str(write_db(tmp_path / "geo.mmdb"))
+    proxied, _ = make_client(trusted_proxies="testclient", geoip_db=geo, click_flush_seconds=0.05)
+    direct, _ = make_client(geoip_db=geo, click_flush_seconds=0.05)
+    for client, headers in [
+        (proxied, {"x-forwarded-for": PARIS_V4}),
+        (proxied, {"x-forwarded-for": PARIS_V4, "user-agent": "Mozilla/5.0 (iPhone) Mobile Safari/604.1"}),
+        (proxied, {"x-forwarded-for": LYON_V6}),
+        (proxied, {"x-forwarded-for": BERLIN_V4}),
+        (proxied, {"cf-ipcountry": "IT"}),
+        (direct, {"cf-ipcountry": "JP"}),  # not through a trusted proxy: unknown
+    ]:
+        answer = client.get(f"/{slug}", headers={"user-agent": CHROME, **headers}, follow_redirects=False)
+        assert answer.status_code == 302
+
+
+def _analytics(client: TestClient, who: Account, path: str = ANALYTICS, **query: str) -> dict[str, Any]:
+    end = time.monotonic() + 10
+    while True:
+        found: dict[str, Any] = client.get(path, params=query, headers=who.auth()).json()
+        if found["total_clicks"] >= 6 or "country" in query or time.monotonic() > end:
+            return found
+        time.sleep(0.05)
+
+
+def test_countries_and_cities_in_rest_and_mcp(
+    client: TestClient, alice: Account, make_client: ClientFactory, tmp_path: Path
+) -> None:
+    link = create(client, alice).json()
+    _visits(make_client, tmp_path, link["slug"])
+    whole = _analytics(client, alice)
+    assert whole["total_clicks"] == 6
+    assert whole["countries"] == [
+        {"country": "FR", "clicks": 3},
+        {"country": "DE", "clicks": 1},
+        {"country": "IT", "clicks": 1},
+    ]
+    assert {row["city"]: row["clicks"] for row in whole["cities"]} == {"Paris": 2, "Lyon": 1, "Berlin": 1}
+    french = _analytics(client, alice, country="fr")
+    assert (french["country"], french["total_clicks"]) == ("FR", 3)
+    assert [row["device"] for row in french["devices"]] == ["desktop", "mobile"]
+    assert {row["city"] for row in french["cities"]} == {"Paris", "Lyon"}
+    one = _analytics(client, alice, f"{LINKS}/{link['id']}/analytics", city="paris")
+    assert (one["total_clicks"], one["countries"]) == (2, [{"country": "FR", "clicks": 2}])
+    assert client.get(ANALYTICS, params={"country": "FRA"}, headers=alice.auth()).status_code in (400, 422)
+    mcp = tool(client, alice.full, "get_analytics", {"country": "DE"})
+    assert (mcp["total_clicks"], mcp["countries"], mcp["cities"]) == (
+        1,
+        [{"country": "DE", "clicks": 1}],
+        [{"city": "Berlin", "clicks": 1}],
+    )
+
+
+def test_the_dashboard_shows_countries_with_flags(
+    client: TestClient, runtime: Runtime, make_client: ClientFactory, tmp_path: Path
+) -> None:
+    sign_up(client, "ada")
+    accounts.set_plan(runtime, "ada", "developer")
+    link_id = new_link(client, destination_url="https://example.com/", slug="geo-dash")
+    _visits(make_client, tmp_path, "geo-dash")
+    end = time.monotonic() + 10
+    wanted = ('aria-hidden="true">🇫🇷</span>', "🇩🇪", "🇮🇹", "Lyon", "Berlin")  # every click written
+    while not all(text in (page := client.get("/app/analytics").text) for text in wanted):
+        assert time.monotonic() < end, page
+        time.sleep(0.05)
+    assert 'id="t-countries"' in page and 'id="t-cities"' in page
+    assert "🇩🇪" in client.get(f"/app/links/{link_id}").text
+    assert "🇩🇪" not in client.get("/app/analytics?country=FR").text.split('id="t-countries"')[1]
