@@ -42,7 +42,15 @@ def environment() -> Environment:
     )
     env.globals.update(version=__version__, static_version=STATIC_VERSION, csrf_field=CSRF_FIELD)
     env.filters["when"] = when
+    env.filters["flag"] = flag
     return env
+
+
+def flag(code: str) -> str:
+    """A country's flag (two regional indicator symbols) from its ISO code; '' for anything else ('(other)')."""
+    if len(code) != 2 or not code.isascii() or not code.isalpha():
+        return ""
+    return "".join(chr(0x1F1E6 + ord(letter) - ord("A")) for letter in code.upper())
 
 
 def when(stamp: str | None) -> str:
