@@ -182,7 +182,7 @@ class Click(Base):
     source: Mapped[str] = mapped_column(String(MAX_SOURCE))
     referrer: Mapped[str | None] = mapped_column(String(MAX_REFERRER), nullable=True)
     visitor: Mapped[str] = mapped_column(String(32))
-    # Where the click came from (migration 0015, `clicks.geo`): ISO 3166-1 alpha-2, and the GeoIP database's region
+    # Where the click came from (migration 0017, `clicks.geo`): ISO 3166-1 alpha-2, and the GeoIP database's region
     # and city in English, each null when unknown. The address itself is never stored.
     country: Mapped[str | None] = mapped_column(String(2), nullable=True)
     region: Mapped[str | None] = mapped_column(String(MAX_PLACE), nullable=True)

@@ -4,8 +4,8 @@ header or the GeoIP database (`slugline.clicks.geo`); the address itself is stil
 Added in place, nullable (no rewrite of the click log): on PostgreSQL a column added to the partitioned table is
 added to every partition.
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-11-27 07:40:00
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0015"
-down_revision: str | None = "0014"
+revision: str = "0017"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
