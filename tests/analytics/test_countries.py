@@ -15,9 +15,9 @@ from slugline.accounts import service as accounts
 from slugline.runtime import Runtime
 from slugline.settings import Settings
 from tests.dashboard.pages import new_link, sign_up
-from tests.mcp.test_lifecycle_tools import tool
 from tests.support.geodb import BERLIN_V4, LYON_V6, PARIS_V4, write_db
 from tests.support.helpers import BASE_URL, CHROME, LINKS, Account, ClientFactory, create, make_settings
+from tests.support.mcp_calls import tool
 
 ANALYTICS = "/api/v1/analytics"
 

@@ -64,3 +64,10 @@ def _no_address_stored(rt: Runtime) -> None:
     stored = " ".join(str(value) for row in rows for value in row)
     for address in (PARIS_V4, LYON_V6, BERLIN_V6, UNKNOWN_V4):
         assert address not in stored
+
+
+def test_a_rows_values_are_counted_alike_by_every_reader() -> None:
+    from slugline.clicks import store
+    from slugline.webhooks import clicks as webhook_clicks
+
+    assert store.ROW_VALUES == webhook_clicks.ROW_VALUES == 11

@@ -6,8 +6,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline.settings import Settings
-from tests.mcp.test_lifecycle_tools import tool
 from tests.support.helpers import BASE_URL, Account, make_settings
+from tests.support.mcp_calls import tool
 
 RULES = [{"if": {"country": ["fr"], "device": ["mobile"]}, "to": "https://example.org/fr"}]
 

@@ -367,7 +367,7 @@ def analyse(clicks: Iterable[StoredClick], filters: dict[str, str]) -> dict[str,
         "days": dict(Counter(math.floor(c[1] / 86400) for c in kept)),
         "hours": dict(Counter(math.floor(c[1] / 3600) for c in kept)),
         "breakdowns": {
-            **{name: sorted(counts.items(), key=lambda item: (-item[1], item[0])) for name, counts in breakdowns.items()},
+            **{name: sorted(counts.items(), key=lambda c: (-c[1], c[0])) for name, counts in breakdowns.items()},
             # Clicks given as `StoredClick`s carry no place (`BatchCubes.from_clicks`): no country, no city.
             "country": [],
             "city": [],

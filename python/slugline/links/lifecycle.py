@@ -124,7 +124,8 @@ def typed(link: LinkRecord) -> LinkRecord:
 
 def lifecycle_json(row: tuple[Any, ...], now: datetime) -> dict[str, Any]:
     """The lifecycle fields of a link's JSON from the LIFECYCLE columns of its row."""
-    expires, max_clicks, used, expired_url, archived, preview, rules = row
+    expires, max_clicks, used, expired_url, archived, preview, *rest = row
+    rules = rest[0] if rest else None  # a webhook message kept before migration 0016 has no rules
     expires_at = moment(expires)
     if isinstance(preview, str):
         preview = orjson.loads(preview)

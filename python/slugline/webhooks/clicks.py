@@ -21,6 +21,7 @@ from slugline.webhooks.outbox import CLICKED, ENDPOINTS, MESSAGES
 
 PER_MESSAGE = 100
 CLICK_FIELDS = ("link_id", "clicked_at", "device", "browser", "os", "source", "referrer")
+ROW_VALUES = 11  # values of a click in `EncodedClicks.values` (`clicks.store.ROW_VALUES`): these 7 come first
 _WANTED = select(ENDPOINTS.c.id, ENDPOINTS.c.account_id).where(
     ENDPOINTS.c.enabled, ENDPOINTS.c.events.like(f"%,{CLICKED},%")
 )
@@ -41,7 +42,9 @@ def clicks_written(conn: Connection, encoded: _core.EncodedClicks, owners: dict[
     rows = []
     for account, kept in links.items():
         for values in encoded.values(kept, PER_MESSAGE):
-            clicks: list[list[Any]] = [list(values[i : i + 7]) for i in range(0, len(values), 8)]
+            clicks: list[list[Any]] = [
+                list(values[i : i + len(CLICK_FIELDS)]) for i in range(0, len(values), ROW_VALUES)
+            ]
             for click in clicks:
                 at = str(click[1])
                 click[1] = f"{at[:10]}T{at[11:]}Z"
