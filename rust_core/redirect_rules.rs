@@ -5,7 +5,9 @@
 
 use crate::useragent::{classify_user_agent, Agent};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Mutex, PoisonError};
 
 /// At most this many rules per link (the API's bound; the compiled form refuses more).
 pub const MAX_RULES: usize = 20;
@@ -13,6 +15,34 @@ pub const MAX_RULES: usize = 20;
 pub const MAX_VALUES: usize = 300;
 /// Bytes of an `Accept-Language` header read: a longer one is cut there.
 const MAX_LANGUAGE_HEADER: usize = 1024;
+/// User agents whose classification is remembered (at most `MAX_REMEMBERED_AGENT` bytes each, so at most ~2.5 MB):
+/// classifying took most of a rule's evaluation, and a link's visitors send few distinct agents. Full, it starts over.
+const REMEMBERED_AGENTS: usize = 4096;
+const MAX_REMEMBERED_AGENT: usize = 512;
+
+static AGENTS: Mutex<Option<HashMap<Box<[u8]>, Agent>>> = Mutex::new(None);
+
+/// `classify_user_agent` of a header's raw bytes, remembered for the next visitor who sends the same.
+fn classified(user_agent: &[u8]) -> Agent {
+    if let Some(&agent) = AGENTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .and_then(|known| known.get(user_agent))
+    {
+        return agent;
+    }
+    let agent = classify_user_agent(&latin1(user_agent));
+    if user_agent.len() <= MAX_REMEMBERED_AGENT {
+        let mut known = AGENTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = known.get_or_insert_with(HashMap::new);
+        if known.len() >= REMEMBERED_AGENTS {
+            known.clear();
+        }
+        known.insert(user_agent.into(), agent);
+    }
+    agent
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RulesError(pub String);
@@ -129,7 +159,7 @@ impl RuleSet {
                 return false;
             }
             if !(rule.device.is_empty() && rule.os.is_empty() && rule.browser.is_empty()) {
-                let agent = *agent.get_or_insert_with(|| classify_user_agent(&latin1(visit.user_agent)));
+                let agent = *agent.get_or_insert_with(|| classified(visit.user_agent));
                 let held = |wanted: &[String], have: &str| {
                     wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(have))
                 };

@@ -269,17 +269,12 @@ class Redirects:
         return await take_click(self.db, entry.link_id)
 
     def count(self, entry: Entry, scope: Scope) -> bytes:
-        """The `Location` for this request (where the link's rules send this visitor, if it has any); a click
-        recorded unless it is a `HEAD`. Called before the response goes out, so a 302 a client received is never
-        missing from the counts."""
+        """The `Location` for this request; a click recorded unless it is a `HEAD`. Called before the response goes
+        out, so a 302 a client received is never missing from the counts. A link with rules: `routed`."""
+        if entry.rules is not None:
+            return self.routed(entry, scope)
         query = scope["query_string"]
-        routes = entry.rules
-        if routes is not None:
-            destination, location = self.router.pick(routes, entry, scope)
-            utm, via_qr = None, False
-            if query:
-                location, utm, via_qr = merge_query(destination, query)
-        elif query:
+        if query:
             location, utm, via_qr = merge_query(entry.destination, query)
         else:
             location, utm, via_qr = entry.location, None, False
@@ -296,6 +291,28 @@ class Redirects:
             else:
                 outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope))
             if outcome:  # a full batch waits, or the buffer is full
+                self.clicks.notice(outcome)
+        return location
+
+    def routed(self, entry: Entry, scope: Scope) -> bytes:
+        """`count` for a link with rules: one walk of the headers gives the rules and the click what they read."""
+        assert entry.rules is not None
+        agent = referrer = language = b""
+        for name, value in scope["headers"]:
+            if name == b"user-agent":
+                agent = value
+            elif name == b"referer":
+                referrer = value
+            elif name == b"accept-language":
+                language = value
+        destination, location = self.router.pick(entry, scope, agent, language)
+        utm, via_qr = None, False
+        if scope["query_string"]:
+            location, utm, via_qr = merge_query(destination, scope["query_string"])
+        if scope["method"] != "HEAD":
+            country = self.router.noted(scope) if PROXIED_KEY in scope else None
+            outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope), None, country)
+            if outcome:
                 self.clicks.notice(outcome)
         return location
 

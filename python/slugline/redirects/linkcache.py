@@ -62,6 +62,7 @@ class Routes(NamedTuple):
     compiled: _core.RedirectRules
     destinations: tuple[str, ...]
     locations: tuple[bytes, ...]
+    needs_country: bool  # `compiled.needs_country`, read here without a call into the core
 
 
 class Entry(NamedTuple):
@@ -286,7 +287,8 @@ def _routes(rules: list[dict[str, Any]] | str | None) -> Routes | None:
         return None
     destinations = tuple(str(rule["to"]) for rule in listed)
     locations = tuple(ascii_url(to).encode("ascii") for to in destinations)
-    return Routes(_core.RedirectRules(orjson.dumps(listed).decode()), destinations, locations)
+    compiled = _core.RedirectRules(orjson.dumps(listed).decode())
+    return Routes(compiled, destinations, locations, compiled.needs_country)
 
 
 def _entry(

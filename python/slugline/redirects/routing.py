@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from slugline.clicks.geo import GeoIp, country_code, header_names
-from slugline.redirects.linkcache import Entry, Routes
+from slugline.redirects.linkcache import Entry
 from slugline.settings import Settings
 from slugline.web.logs import PROXIED_KEY
 from slugline.web.request import client_ip
@@ -30,25 +30,18 @@ class Router:
                 found[name] = value
         return next(filter(None, (country_code(found.get(name)) for name in wanted)), None) if found else None
 
-    def pick(self, routes: Routes, entry: Entry, scope: dict[str, Any]) -> tuple[str, bytes]:
-        """The destination and `Location` for this visitor: the first rule that holds, else the link's own."""
-        agent = language = b""
-        compiled = routes.compiled
-        found: dict[bytes, bytes] = {}
-        wanted = self.country_headers if compiled.needs_country and PROXIED_KEY in scope else ()
-        for name, value in scope["headers"]:
-            if name == b"user-agent":
-                agent = value
-            elif name == b"accept-language":
-                language = value
-            elif name in wanted:
-                found[name] = value
+    def pick(self, entry: Entry, scope: dict[str, Any], agent: bytes, language: bytes) -> tuple[str, bytes]:
+        """The destination and `Location` for this visitor (`User-Agent` and `Accept-Language` as sent): the first
+        rule that holds, else the link's own."""
+        routes = entry.rules
+        assert routes is not None
         country = None
-        if compiled.needs_country:
-            country = next(filter(None, (country_code(found.get(name)) for name in wanted)), None)
+        if routes.needs_country:
+            if PROXIED_KEY in scope:
+                country = self.noted(scope)
             if country is None:
                 country = self.geo.country(client_ip(scope))
-        chosen = compiled.choose(agent, language, country)
+        chosen = routes.compiled.choose(agent, language, country)
         if chosen is None:
             return entry.destination, entry.location
         return routes.destinations[chosen], routes.locations[chosen]
