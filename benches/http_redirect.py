@@ -245,12 +245,12 @@ def geo_db(tmp: Path) -> Path:
 
 def make_ruled_link(base: str, env: dict[str, str], rules: int) -> None:
     """`/ruled-0`, whose `rules` rules none but the last hold for wrk's requests (a browser's desktop Chrome on
-    Linux, no Accept-Language, from 127.0.0.1), the last of which asks for the country."""
+    Windows, no Accept-Language, from 127.0.0.1), the last of which asks for the country."""
     misses = [
         {"if": {"device": ["mobile", "tablet"], "os": ["iOS", "Android"]}, "to": "https://example.org/m"},
         {"if": {"browser": ["Firefox", "Safari"]}, "to": "https://example.org/b"},
         {"if": {"language": ["ja", "ko", "zh"]}, "to": "https://example.org/l"},
-        {"if": {"os": ["Windows", "macOS"], "device": ["desktop"]}, "to": "https://example.org/o"},
+        {"if": {"os": ["Windows", "macOS"], "device": ["tablet"]}, "to": "https://example.org/o"},
     ]
     body = {
         "destination_url": "https://example.org/plain",
