@@ -158,7 +158,9 @@ def test_analytics_parameters_and_answer_are_documented(client: TestClient) -> N
         assert set(op["responses"]) == statuses, path
         assert op["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": analytics}, path
         params = {p["name"]: p["schema"] for p in op["parameters"] if p["in"] == "query"}
-        assert set(params) == {"days", "from", "to", "interval", "source", "device", "browser", "os", "referrer"}
+        assert set(params) == {
+            *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer", "country", "city")
+        }
         assert (params["interval"]["enum"], params["interval"]["default"]) == (["hour", "day", "week", "month"], "day")
         [device] = [branch for branch in params["device"]["anyOf"] if branch.get("type") != "null"]
         assert device["enum"] == ["desktop", "mobile", "tablet", "other"], path
@@ -171,7 +173,7 @@ def test_analytics_parameters_and_answer_are_documented(client: TestClient) -> N
     assert set(answer["required"]) == {
         *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer"),
         *("total_clicks", "unique_visitors", "clicks", "devices", "browsers", "operating_systems"),
-        *("sources", "referrers", "top_links"),
+        *("sources", "referrers", "top_links", "country", "city", "countries", "cities"),
     }
     assert answer["properties"]["interval"]["enum"] == ["hour", "day", "week", "month"]
     for field, item, key in (
@@ -198,7 +200,9 @@ def test_click_exports_are_documented_as_files(client: TestClient) -> None:
         assert set(ok["content"]) == {"text/csv", "application/x-ndjson"}, path
         assert "Content-Disposition" in ok["headers"], path
         params = {p["name"]: p["schema"] for p in op["parameters"] if p["in"] == "query"}
-        assert set(params) == {"days", "from", "to", "format", "source", "device", "browser", "os", "referrer"}
+        assert set(params) == {
+            *("days", "from", "to", "format", "source", "device", "browser", "os", "referrer", "country", "city")
+        }
         assert (params["format"]["enum"], params["format"]["default"]) == (["csv", "ndjson"], "csv"), path
         assert op["security"] == [{"bearerAuth": []}], path
 

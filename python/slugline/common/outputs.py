@@ -197,8 +197,8 @@ class Analytics(_Open):
     browser: str | None = Field(description="The browser filter as applied (lowercased), or null")
     os: str | None = Field(description="The operating system filter as applied (lowercased), or null")
     referrer: str | None = Field(description="The referrer filter as applied (lowercased), or null")
-    country: str | None = Field(default=None, description="The country filter as applied (upper case), or null")
-    city: str | None = Field(default=None, description="The city filter as applied (lowercased), or null")
+    country: str | None = Field(description="The country filter as applied (upper case), or null")
+    city: str | None = Field(description="The city filter as applied (lowercased), or null")
     total_clicks: int
     unique_visitors: int = Field(
         description="Distinct visitors per UTC day, summed over the period (a visitor counts once a day); exact up to "
@@ -211,12 +211,9 @@ class Analytics(_Open):
     sources: list[SourceClicks] = Field(description=TOP)
     referrers: list[ReferrerClicks] = Field(description=TOP)
     countries: list[CountryClicks] = Field(
-        default_factory=list,
-        description="Clicks per country, most first (every country; clicks whose country is unknown are left out)",
+        description="Clicks per country, most first (every country; clicks whose country is unknown are left out)"
     )
-    cities: list[CityClicks] = Field(
-        default_factory=list, description=TOP + " (cities are known from a City GeoIP database only)"
-    )
+    cities: list[CityClicks] = Field(description=TOP + " (cities are known from a City GeoIP database only)")
     top_links: list[TopLink] = Field(description="At most 10, most clicked first")
 
 
