@@ -19,6 +19,7 @@ from tests.support.helpers import CHROME, SQLITE_ONLY, Account, wait_for_total
 ANSWER = {  # every key of an analytics answer, the account's or a link's
     *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer", "total_clicks"),
     *("unique_visitors", "clicks", "devices", "browsers", "operating_systems", "sources", "referrers", "top_links"),
+    *("country", "city", "countries", "cities"),
 }
 
 
@@ -104,7 +105,11 @@ def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> N
     second = client.get(f"/api/v1/links/{link['id']}/clicks", params={"per": 2, "page": 2}, headers=alice.auth())
     assert first["pagination"] == {"page": 1, "per": 2, "total": 3, "pages": 2}
     assert [c["source"] for c in first["data"] + second.json()["data"]] == ["c", "b", "a"]
-    assert set(first["data"][0]) == {"clicked_at", "device", "browser", "os", "source", "referrer"}
+    assert set(first["data"][0]) == {"clicked_at", "device", "browser", "os", "source", "referrer"} | {
+        "country",
+        "region",
+        "city",
+    }
 
 
 @pytest.mark.parametrize(
