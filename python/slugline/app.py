@@ -134,7 +134,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
                 app.state.clicks = clicks
                 app.state.webhooks = deliverer
                 if metrics is not None:
-                    metrics.watch(clicks)
+                    metrics.watch(clicks, deliverer)
                 if runtime is None:
                     settle_heap()
                 yield

@@ -13,6 +13,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.faults import workers_of
+from tests.support.receiver import Receiver
 from tests.support.server import Server, ServerFactory, api, free_port, make_account, wait_for
 
 TOKEN = "e2e-metrics-token-" + "t" * 20
@@ -36,6 +37,10 @@ FAMILIES = (
     "slugline_rate_limit_refusals",
     "slugline_fetches",
     "slugline_oauth_grants",
+    "slugline_webhook_deliveries",
+    "slugline_webhook_messages_pending",
+    "slugline_webhook_attempt_seconds",
+    "slugline_webhook_delivery_lag_seconds",
 )
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
@@ -106,11 +111,22 @@ def anonymous_fetches(server: Server) -> dict[int, int]:
 
 
 def test_a_scrape_after_a_session_counts_across_two_workers(start_server: ServerFactory) -> None:
-    server = start_server(workers=2, SLUGLINE_METRICS_TOKEN=TOKEN, SLUGLINE_RATE_LIMIT_ANALYZE_ANONYMOUS="1")
+    server = start_server(
+        workers=2,
+        SLUGLINE_METRICS_TOKEN=TOKEN,
+        SLUGLINE_RATE_LIMIT_ANALYZE_ANONYMOUS="1",
+        SLUGLINE_WEBHOOKS_ALLOW_PRIVATE="true",
+        SLUGLINE_WEBHOOKS_POLL_SECONDS="0.1",
+        SLUGLINE_WEBHOOKS_RETRY_SECONDS="0.2",
+    )
     assert httpx.get(f"{server.url}/metrics").status_code == 401
-    keys = make_account(server, "metrics-e2e")
-    with api(server, keys.full) as http:
+    keys = make_account(server, "metrics-e2e", plan="pro")
+    with Receiver() as receiver, api(server, keys.full) as http:
+        receiver.answer = lambda n: 503 if n == 0 else 200  # the first attempt fails: one retried, then delivered
+        hook = http.post("/webhooks", json={"url": receiver.url, "events": ["link.created"]})
+        receiver.secret = hook.json()["secret"]
         session(server, http)
+        receiver.wait_for(lambda events: len(events) == 2)
     answers = anonymous_fetches(server)
 
     def done(s: Samples) -> bool:
@@ -118,7 +134,13 @@ def test_a_scrape_after_a_session_counts_across_two_workers(start_server: Server
         redirected = value(s, "slugline_redirects_total", outcome="hit") + value(
             s, "slugline_redirects_total", outcome="miss"
         )
-        return redirected == REDIRECTS and value(s, "slugline_clicks_recorded_total") == REDIRECTS
+        delivered = value(s, "slugline_webhook_deliveries_total", outcome="delivered")
+        pending = value(s, "slugline_webhook_messages_pending")
+        return (
+            redirected == REDIRECTS
+            and value(s, "slugline_clicks_recorded_total") == REDIRECTS
+            and (delivered == 2 and pending == 0)
+        )
 
     families, s = settled(scraper(f"{server.url}/metrics", {"Authorization": f"Bearer {TOKEN}"}), done)
     assert set(FAMILIES) <= families
@@ -142,6 +164,10 @@ def test_a_scrape_after_a_session_counts_across_two_workers(start_server: Server
     assert value(s, "slugline_cache_bytes", cache="redirect") > 0
     assert value(s, "slugline_cache_hits_total", cache="token") + value(s, "slugline_cache_misses_total", cache="token")
     assert ("slugline_db_pool_connections_in_use", ()) in {(n, k) for n, v in s.items() for k in v}
+    hooks = {o: value(s, "slugline_webhook_deliveries_total", outcome=o) for o in ("retried", "failed", "disabled")}
+    assert hooks == {"retried": 1, "failed": 0, "disabled": 0}
+    assert value(s, "slugline_webhook_attempt_seconds_count") == 3
+    assert value(s, "slugline_webhook_delivery_lag_seconds_count") == 2
 
 
 def test_a_separate_address_answers_without_a_token(start_server: ServerFactory) -> None:

@@ -12,6 +12,7 @@ from slugline.accounts import service as accounts
 from slugline.limits.buckets import refused
 from slugline.runtime import Runtime
 from tests.support.helpers import SQLITE_ONLY, ClientFactory
+from tests.support.receiver import Receiver
 
 TOKEN = "fold-token-" + "f" * 24
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -94,3 +95,33 @@ def test_a_used_up_link_counts_as_gone(make_client: ClientFactory) -> None:
     found = scrape(client)
     assert outcome(found, "hit") + outcome(found, "miss") == 1
     assert outcome(found, "gone") == 1
+
+
+@SQLITE_ONLY
+def test_webhook_deliveries_are_counted_by_outcome_with_their_lag(make_client: ClientFactory) -> None:
+    """Two failed attempts then a delivery of one event, and the outbox's waiting messages as they go."""
+    client, rt = make_client(
+        metrics_token=TOKEN,
+        webhooks_allow_private=True,
+        webhooks_poll_seconds=0.05,
+        webhooks_retry_seconds=0.1,
+        webhooks_retry_max_seconds=0.2,
+    )
+    auth = keyed(client, rt, "hooked")
+    with Receiver() as receiver:
+        receiver.answer = lambda n: 503 if n < 2 else 200
+        hook = client.post("/api/v1/webhooks", json={"url": receiver.url, "events": ["link.created"]}, headers=auth)
+        receiver.secret = hook.json()["secret"]
+        assert client.post("/api/v1/links", json={"destination_url": "https://e.x/"}, headers=auth).is_success
+        receiver.wait_for(lambda events: len(events) == 1)
+        deadline = time.monotonic() + 10
+        delivered = ("slugline_webhook_deliveries_total", (("outcome", "delivered"),))
+        while (found := scrape(client))[delivered] < 1 or found[("slugline_webhook_messages_pending", ())]:
+            assert time.monotonic() < deadline, "the delivery was not counted"
+            time.sleep(0.05)
+    by_outcome = {labels[0][1]: v for (name, labels), v in found.items() if name == delivered[0]}
+    assert by_outcome == {"delivered": 1, "retried": 2, "failed": 0, "disabled": 0}
+    assert found[("slugline_webhook_attempt_seconds_count", ())] == 3
+    assert found[("slugline_webhook_delivery_lag_seconds_count", ())] == 1
+    lag = found[("slugline_webhook_delivery_lag_seconds_sum", ())]
+    assert 0.1 <= lag < 10, "after two back-offs of 0.1 s or more"

@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from slugline.fetch.fetcher import FETCH_OUTCOMES
 from slugline.limits.buckets import RULES
 from slugline.oauth.tokens import SCOPES
+from slugline.webhooks.outbox import OUTCOMES as DELIVERY_OUTCOMES
 
 # As `redirects.layer` counts them: `hit` and `miss` are redirects answered from the link cache or after reading the
 # database; the password outcomes are those of password links; `gone` an expired or used-up link's end, `card` the
@@ -28,6 +29,9 @@ REDIRECT_OUTCOMES = (
 CACHES = ("redirect", "token", "search")
 BYTE_COUNTED = ("redirect", "search")
 FLUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# From an event to its delivery: a second or so while receivers answer (clicks wait for their endpoint's turn), up
+# to the 24 h of back-off of a receiver that was down.
+LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
 
 
 class Families:
@@ -70,6 +74,30 @@ class Families:
         )
         self.fetches = counter("slugline_fetches_total", "URL metadata fetches by outcome", ("outcome",))
         self.oauth_grants = counter("slugline_oauth_grants_total", "OAuth grants approved, by scope", ("scope",))
+        self.webhook_deliveries = counter(
+            "slugline_webhook_deliveries_total",
+            "Webhook delivery attempts by outcome: delivered, retried, disabled (the endpoint), failed",
+            ("outcome",),
+        )
+        # The same count of the shared outbox, read by every worker: the one read last is shown, not their sum.
+        self.webhook_pending = Gauge(
+            "slugline_webhook_messages_pending",
+            "Webhook messages waiting in the outbox (due, under way, or after a back-off)",
+            registry=registry,
+            multiprocess_mode="livemostrecent",
+        )
+        self.webhook_attempt = Histogram(
+            "slugline_webhook_attempt_seconds",
+            "Time of one delivery attempt, from resolving the endpoint to its answer",
+            registry=registry,
+            buckets=FLUSH_BUCKETS,
+        )
+        self.webhook_lag = Histogram(
+            "slugline_webhook_delivery_lag_seconds",
+            "Time from an event (a link change, a click batch written) to its delivery",
+            registry=registry,
+            buckets=LAG_BUCKETS,
+        )
         self._known_labels()
 
     def _known_labels(self) -> None:
@@ -80,6 +108,7 @@ class Families:
             (self.refusals, sorted(set(RULES.values()))),
             (self.fetches, FETCH_OUTCOMES),
             (self.oauth_grants, SCOPES),
+            (self.webhook_deliveries, DELIVERY_OUTCOMES),
             (self.cache_hits, CACHES),
             (self.cache_misses, CACHES),
             (self.cache_evictions, CACHES),

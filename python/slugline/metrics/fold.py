@@ -27,6 +27,7 @@ from slugline.metrics.families import Families
 from slugline.oauth.grants import GRANTS
 from slugline.runtime import Runtime
 from slugline.web.logs import STARTED_KEY, STATUS_KEY, route_of
+from slugline.webhooks.worker import Deliverer
 
 FOLD_SECONDS = 1.0
 REDIRECT_ROUTE = "/{slug}"  # counted in slugline_redirects_total, not as an HTTP request
@@ -49,6 +50,7 @@ class Metrics:
         self._seen: dict[tuple[int, str], int] = {}  # (counter, label) -> the count already added
         self._rt: Runtime | None = None
         self._clicks: ClickRecorder | None = None
+        self._hooks: Deliverer | None = None
         for counter, tally in self._tallies():  # counted in this process before this app was made: not its own
             for label, count in tally.snapshot().items():
                 self._seen[(id(counter), label)] = count
@@ -87,6 +89,15 @@ class Metrics:
             self._add(f.clicks_recorded, "", clicks.written)
             self._add(f.clicks_dropped, "", clicks.dropped)
             f.clicks_pending.set(len(clicks))
+        if self._hooks is not None:
+            self._webhooks(self._hooks)
+
+    def _webhooks(self, hooks: Deliverer) -> None:
+        f = self.families
+        for outcome, count in list(hooks.outcomes.items()):
+            self._add(f.webhook_deliveries, outcome, count)
+        if hooks.pending is not None:
+            f.webhook_pending.set(hooks.pending)
 
     def _cache(self, name: str, stats: CacheStats) -> None:
         f = self.families
@@ -111,10 +122,19 @@ class Metrics:
             (counter.labels(label) if label else counter).inc(count - seen)
         self._seen[key] = count
 
-    def watch(self, clicks: ClickRecorder) -> None:
-        """The worker's click buffer, once its flusher runs."""
+    def watch(self, clicks: ClickRecorder, hooks: Deliverer | None = None) -> None:
+        """The worker's click buffer and webhook deliverer, once they run."""
         self._clicks = clicks
         clicks.on_write = self.families.click_flush.observe
+        if hooks is not None:
+            self._hooks = hooks
+            hooks.count_pending = True
+            hooks.on_attempt = self._attempt
+
+    def _attempt(self, seconds: float, lag: float | None) -> None:
+        self.families.webhook_attempt.observe(seconds)
+        if lag is not None:
+            self.families.webhook_lag.observe(lag)
 
     @asynccontextmanager
     async def running(self, rt: Runtime) -> AsyncIterator[None]:

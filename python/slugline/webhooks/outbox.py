@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, delete, false, insert, not_, or_, select, update
+from sqlalchemy import Connection, Table, and_, delete, false, func, insert, not_, or_, select, update
 
 from slugline.common.models import WebhookAttempt, WebhookEndpoint, WebhookMessage
 from slugline.settings import Settings
@@ -29,6 +29,12 @@ KEPT_ATTEMPTS = 100
 KEPT_SECONDS = 3 * 86400  # parked messages (a disabled endpoint's) and any delivered one left are kept this long
 CLICKED = "link.clicked"
 MAX_ERROR = 300
+# What became of an attempt (`finish`), one each, as `slugline_webhook_deliveries_total` counts them: a 2xx; a
+# failure due again after the back-off; a failure that disabled its endpoint (failing for the give-up time); a
+# failure nothing follows from here (the endpoint deleted meanwhile, or the outcome not written: then the message is
+# claimed again when its lease runs out).
+DELIVERED, RETRIED, DISABLED, FAILED = "delivered", "retried", "disabled", "failed"
+OUTCOMES = (DELIVERED, FAILED, RETRIED, DISABLED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,15 +128,16 @@ def back_off(settings: Settings, attempts: int) -> float:
 
 def finish(
     db: Database, settings: Settings, msg: Claimed, now: float, status: int | None, error: str | None, ms: int
-) -> bool:
+) -> str:
     """Records the attempt: delivered (a 2xx), or due again after the back-off. An endpoint that has failed every
-    delivery for `webhooks_give_up_seconds` is disabled, and its waiting messages parked. True: delivered."""
+    delivery for `webhooks_give_up_seconds` is disabled, and its waiting messages parked. The outcome (`OUTCOMES`)."""
     ok = status is not None and 200 <= status < 300 and error is None
+    outcome = DELIVERED if ok else RETRIED
     m, e = MESSAGES.c, ENDPOINTS.c
     with db.writing() as session:
         conn = session.connection()
         if conn.execute(select(e.id).where(e.id == msg.endpoint_id)).first() is None:
-            return ok  # deleted meanwhile, with its messages
+            return DELIVERED if ok else FAILED  # deleted meanwhile, with its messages
         if ok:
             conn.execute(update(MESSAGES).where(m.id == msg.id).values(due_at=None, delivered_at=now))
             conn.execute(
@@ -151,6 +158,7 @@ def finish(
             since = conn.execute(select(e.failing_since).where(e.id == msg.endpoint_id)).scalar()
             if since is not None and since <= now - settings.webhooks_give_up_seconds:
                 disable(conn, msg.endpoint_id, now)
+                outcome = DISABLED
         conn.execute(
             insert(ATTEMPTS).values(
                 endpoint_id=msg.endpoint_id,
@@ -163,7 +171,7 @@ def finish(
             )
         )
         _trim(conn, msg.endpoint_id)
-    return ok
+    return outcome
 
 
 def disable(conn: Connection, endpoint_id: str, now: float) -> None:
@@ -195,6 +203,14 @@ def _trim(conn: Connection, endpoint_id: str) -> None:
     if ids:
         still_shown = select(a.message_id).where(a.endpoint_id == endpoint_id)
         conn.execute(delete(MESSAGES).where(m.id.in_(ids), m.delivered_at.is_not(None), m.id.not_in(still_shown)))
+
+
+def pending(db: Database) -> int:
+    """Messages waiting in the outbox: due now or later (claimed, or after a back-off); parked ones not counted."""
+    with db.reading() as conn:
+        return int(
+            conn.execute(select(func.count()).select_from(MESSAGES).where(MESSAGES.c.due_at.is_not(None))).scalar() or 0
+        )
 
 
 def prune(db: Database, now: float) -> int:

@@ -6,6 +6,10 @@ claim or an outcome runs on a thread. A worker keeps at most `MAX_IN_FLIGHT` del
 `webhooks_concurrency` per account, whose further messages wait in the outbox for a claim of this worker or
 another's. A link change made in this worker wakes it at once (`Runtime.link_hooks`); otherwise it looks every
 `webhooks_poll_seconds`. Now and then it also writes `link.expired` messages (`expiry`) and prunes the outbox.
+
+What it did is kept for the metrics (`metrics.fold`): `outcomes` counts attempts by outcome in plain ints, `pending`
+is the outbox's waiting messages as last counted (at most once per `PENDING_SECONDS`, on a thread), and `on_attempt`,
+when set, hears each attempt's duration and, for a delivery, the lag from the event to its delivery.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 
 from slugline.runtime import Runtime
@@ -27,6 +31,7 @@ MAX_IN_FLIGHT = 64  # deliveries under way in one worker
 CHORES_SECONDS = 10.0  # between expiry scans
 PRUNE_SECONDS = 600.0  # between prunes of the outbox
 DRAIN_SECONDS = 5.0  # how long shutdown waits for deliveries under way (the rest are claimed again after the lease)
+PENDING_SECONDS = 1.0  # between counts of the outbox's waiting messages, when the metrics want them
 
 
 class Deliverer:
@@ -37,9 +42,11 @@ class Deliverer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy: Counter[int] = Counter()  # deliveries under way per account
         self._loop = asyncio.get_running_loop()
-        self.delivered = 0
         self._prune_due = 0.0
-        self.failed = 0
+        self.outcomes: Counter[str] = Counter()  # attempts by `outbox.OUTCOMES`
+        self.pending: int | None = None  # the outbox's waiting messages, once counted
+        self.count_pending = False  # set by the metrics: count them every `PENDING_SECONDS`
+        self.on_attempt: Callable[[float, float | None], None] | None = None  # (seconds, lag of a delivery or None)
 
     def poke(self, *_: object) -> None:
         """Something may be due: look now (callable from any thread)."""
@@ -53,7 +60,7 @@ class Deliverer:
 
     async def run(self) -> None:
         settings = self._rt.settings
-        chores_due = 0.0
+        chores_due = pending_due = 0.0
         while not self._closing:
             self._wake.clear()
             now = time.time()
@@ -61,6 +68,9 @@ class Deliverer:
                 if now >= chores_due:
                     chores_due = now + CHORES_SECONDS
                     await asyncio.to_thread(self._chores, now)
+                if self.count_pending and now >= pending_due:
+                    pending_due = now + PENDING_SECONDS
+                    self.pending = await asyncio.to_thread(outbox.pending, self._rt.db)
                 claimed = await self._claim(now)
             except Exception as exc:
                 log.warning("claiming webhook messages failed (%s: %s)", type(exc).__name__, str(exc)[:200])
@@ -103,13 +113,16 @@ class Deliverer:
                 ports=settings.fetch_port_set(),
                 timeout=settings.webhooks_timeout_seconds,
             )
-            ms = int((time.perf_counter() - began) * 1000)
-            ok = await asyncio.to_thread(outbox.finish, self._rt.db, settings, msg, time.time(), status, error, ms)
-            if ok:
-                self.delivered += 1
-            else:
-                self.failed += 1
+            seconds = time.perf_counter() - began
+            done = time.time()
+            outcome = await asyncio.to_thread(
+                outbox.finish, self._rt.db, settings, msg, done, status, error, int(seconds * 1000)
+            )
+            self.outcomes[outcome] += 1
+            if self.on_attempt is not None:
+                self.on_attempt(seconds, max(0.0, done - msg.created_at) if outcome == outbox.DELIVERED else None)
         except Exception as exc:  # the outcome could not be written: the lease runs out and it is tried again
+            self.outcomes[outbox.FAILED] += 1
             log.warning("delivering webhook message %s failed (%s: %s)", msg.id, type(exc).__name__, str(exc)[:200])
         finally:
             self._busy[msg.account_id] -= 1
