@@ -7,6 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -14,10 +17,12 @@ from starlette.testclient import TestClient
 from slugline.accounts import service as accounts
 from slugline.runtime import Runtime
 from slugline.webhooks import worker
-from tests.support.helpers import BASE_URL, LINKS, Account, ClientFactory
+from tests.support.geodb import BERLIN_V6, PARIS_V4, UNKNOWN_V4, write_db
+from tests.support.helpers import BASE_URL, CHROME, LINKS, Account, ClientFactory
 from tests.support.receiver import Receiver
 
 HOOKS = "/api/v1/webhooks"
+PLACE = {"country", "region", "city"}
 FAST = {
     "webhooks_allow_private": True,
     "webhooks_poll_seconds": 0.05,
@@ -84,11 +89,39 @@ def test_clicks_arrive_in_batches_of_at_most_a_hundred(make_client: ClientFactor
     batches = receiver.of_type("link.clicked")
     assert all(len(b["data"]["clicks"]) <= 100 for b in batches) and len(batches) >= 3
     click = batches[0]["data"]["clicks"][0]
-    assert set(click) == {"link_id", "clicked_at", "device", "browser", "os", "source", "referrer"}
+    assert set(click) == {"link_id", "clicked_at", "device", "browser", "os", "source", "referrer"} | PLACE
     assert click["clicked_at"].endswith("Z")
     times = sorted(at for msg_id, at in receiver.arrivals)
     span, count = times[-1] - times[0], len(times)
     assert span >= 0.2 * (count - 1) - 0.1, "one delivery per interval (0.2 s), give or take the arrivals' jitter"
+
+
+def test_clicks_carry_their_place_where_known(make_client: ClientFactory, receiver: Receiver, tmp_path: Path) -> None:
+    """The GeoIP database's country, region and city; a trusted proxy's country alone; nothing where unknown."""
+    geo = str(write_db(tmp_path / "geo.mmdb"))
+    client, rt = make_client(**FAST, trusted_proxies="testclient", geoip_db=geo)
+    alice = _account(client, rt)
+    hook = client.post(HOOKS, json={"url": receiver.url, "events": ["link.clicked"]}, headers=alice.auth()).json()
+    receiver.secret = hook["secret"]
+    client.post(LINKS, json={"destination_url": "https://example.com/", "slug": "placed"}, headers=alice.auth())
+    visits = [{"x-forwarded-for": PARIS_V4}, {"x-forwarded-for": BERLIN_V6}, {"x-forwarded-for": UNKNOWN_V4}]
+    visits.append({"x-forwarded-for": UNKNOWN_V4, "cf-ipcountry": "IT"})
+    for seen, headers in enumerate(visits):  # one batch each, in this order
+        assert client.get("/placed", headers={"user-agent": CHROME, **headers}, follow_redirects=False).is_redirect
+        receiver.wait_for(partial(_has, seen + 1))
+    clicks = [b["data"]["clicks"] for b in receiver.of_type("link.clicked")]
+    places = [tuple(c[k] for k in ("country", "region", "city")) for [c] in clicks]
+    assert places == [
+        ("FR", "Île-de-France", "Paris"),
+        ("DE", "Land Berlin", "Berlin"),
+        (None, None, None),
+        ("IT", None, None),
+    ]
+    assert not receiver.refused
+
+
+def _has(count: int, events: dict[str, dict[str, Any]]) -> bool:
+    return len(events) == count
 
 
 def test_failures_are_retried_with_the_same_id_then_the_endpoint_is_disabled(

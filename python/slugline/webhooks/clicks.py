@@ -3,7 +3,8 @@
 
 Each endpoint of an account that wants `link.clicked` gets one message per `PER_MESSAGE` of the account's clicks
 in the batch. The endpoints are looked up in that transaction (a handful of rows), so one made a moment ago hears
-of the next batch. The visitor hash is not sent: it is the service's own pseudonym, not the account's.
+of the next batch. The visitor hash is not sent: it is the service's own pseudonym, not the account's. A click's
+place (country, region, city) is sent as the click writer stored it, each None where unknown.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from slugline import _core
 from slugline.webhooks.outbox import CLICKED, ENDPOINTS, MESSAGES
 
 PER_MESSAGE = 100
-CLICK_FIELDS = ("link_id", "clicked_at", "device", "browser", "os", "source", "referrer")
-ROW_VALUES = 11  # values of a click in `EncodedClicks.values` (`clicks.store.ROW_VALUES`): these 7 come first
+CLICK_FIELDS = ("link_id", "clicked_at", "device", "browser", "os", "source", "referrer", "country", "region", "city")
+# Values of a click in `EncodedClicks.values` (`clicks.store.ROW_VALUES`): the first 7 fields, the visitor hash (not
+# sent), then the place.
+ROW_VALUES = 11
+SENT = (*range(7), 8, 9, 10)
 _WANTED = select(ENDPOINTS.c.id, ENDPOINTS.c.account_id).where(
     ENDPOINTS.c.enabled, ENDPOINTS.c.events.like(f"%,{CLICKED},%")
 )
@@ -42,9 +46,7 @@ def clicks_written(conn: Connection, encoded: _core.EncodedClicks, owners: dict[
     rows = []
     for account, kept in links.items():
         for values in encoded.values(kept, PER_MESSAGE):
-            clicks: list[list[Any]] = [
-                list(values[i : i + len(CLICK_FIELDS)]) for i in range(0, len(values), ROW_VALUES)
-            ]
+            clicks: list[list[Any]] = [[values[i + j] for j in SENT] for i in range(0, len(values), ROW_VALUES)]
             for click in clicks:
                 at = str(click[1])
                 click[1] = f"{at[:10]}T{at[11:]}Z"
