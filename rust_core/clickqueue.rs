@@ -5,7 +5,7 @@
 use crate::geo::{GeoDb, Place};
 use crate::keys::KeyedHasher;
 use crate::rollup::json::JsonRows;
-use crate::rollup::{epoch_day, visitor_hash, ClickBatch, ClickError, Origin, PlaceIds, Visitor};
+use crate::rollup::{epoch_day, visitor_hash, ClickBatch, ClickError, Origin, PlaceIds, Visitor, NO_VARIANT};
 use crate::useragent::{classify_user_agent, Agent};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
@@ -35,6 +35,8 @@ pub struct RawClick {
     via_qr: bool,
     /// The country a trusted proxy's header named (ISO alpha-2, upper case), if any.
     country: Option<[u8; 2]>,
+    /// The link's variant the redirect chose (its index), or `NO_VARIANT`.
+    variant: u8,
 }
 
 /// A click as the redirect hands it over.
@@ -48,6 +50,8 @@ pub struct ClickArgs<'a> {
     pub timestamp: f64,
     /// A trusted proxy's country header (checked here: two ASCII letters, else ignored).
     pub country: Option<&'a str>,
+    /// The link's variant the visitor was sent to (its index), if the link has variants.
+    pub variant: Option<u8>,
 }
 
 /// Characters of a client address kept: an IPv6 address with a zone is under 64. Behind a trusted proxy the address
@@ -98,6 +102,7 @@ impl RawClick {
                 }
                 _ => None,
             }),
+            variant: args.variant.unwrap_or(NO_VARIANT),
         }
     }
 
@@ -317,6 +322,7 @@ pub fn encode_placed(
             batch.place(found.country.as_deref(), found.region.as_deref(), found.city.as_deref())
         });
         batch.push(click.link_id(), click.timestamp(), agent, origin, visitor, place)?;
+        batch.set_variant(click.variant);
     }
     batch.sort_by_link_and_time();
     let counted = batch.link_counts();
@@ -377,11 +383,11 @@ fn digits(out: &mut String, value: i64, width: u32) {
 
 /// The batch's click rows in PostgreSQL's `COPY ... FROM STDIN` text format, leaving out links not in `alive`
 /// (when given): link_id, clicked_at, device, browser, os, source, referrer host (or NULL), visitor, country, region,
-/// city (each or NULL).
+/// city (each or NULL), variant (or NULL).
 pub fn copy_text(batch: &ClickBatch, alive: Option<&HashSet<String>>) -> String {
     let mut out = String::with_capacity(batch.len() * 150);
-    for ((link, timestamp, device, browser, os, source, host, visitor), place) in batch.rows().zip(batch.places_from(0))
-    {
+    let rows = batch.rows().zip(batch.places_from(0)).zip(batch.variants_from(0));
+    for (((link, timestamp, device, browser, os, source, host, visitor), place), variant) in rows {
         if alive.is_some_and(|alive| !alive.contains(link)) {
             continue;
         }
@@ -406,6 +412,11 @@ pub fn copy_text(batch: &ClickBatch, alive: Option<&HashSet<String>>) -> String 
                 Some(text) => copy_field(&mut out, text),
                 None => out.push_str("\\N"),
             }
+        }
+        out.push('\t');
+        match variant {
+            Some(n) => out.push_str(&n.to_string()),
+            None => out.push_str("\\N"),
         }
         out.push('\n');
     }
@@ -452,6 +463,7 @@ mod tests {
             ip: "203.0.113.7",
             timestamp,
             country: None,
+            variant: None,
         }
     }
 
@@ -558,6 +570,7 @@ mod tests {
                     ip: ips[i / 27 % 3],
                     timestamp: 86_000.0 + i as f64 * 7.0, // over two days
                     country: [None, Some("fr"), Some("FRA")][i % 3],
+                    variant: [None, Some(1)][i % 2],
                 };
                 RawClick::new(&args, cuts)
             })
@@ -588,6 +601,17 @@ mod tests {
             "a proxy's country, or none"
         );
         assert!(!countries.contains(&Some("FRA")));
+        let variants: Vec<Option<u8>> = encoded.batch.variants_from(0).collect();
+        let links = rows.iter().map(|row| row.0);
+        assert!(
+            links
+                .zip(&variants)
+                .all(|(link, variant)| (link == "lnk_b") == (*variant == Some(1))),
+            "each click keeps its variant through the sort"
+        );
+        assert!(copy_text(&encoded.batch, None)
+            .lines()
+            .all(|line| line.ends_with("\t1") || line.ends_with("\\N")));
         let visitors: HashSet<&str> = rows.iter().map(|row| row.7).collect();
         assert_eq!(visitors.len(), 3 * 3 * 2, "one per IP, user agent and day");
         assert_eq!(encoded.batch.rollup(), one_by_one.rollup());

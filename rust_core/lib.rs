@@ -17,6 +17,7 @@ pub mod rollup;
 pub mod search;
 pub mod slug;
 pub mod useragent;
+pub mod variants;
 
 #[cfg(feature = "python")]
 mod py;

@@ -249,11 +249,31 @@ class RedirectRules:
         """The index of the first rule that holds for this visitor, or None (the link's own destination)."""
 
 @final
+class Variants:
+    """A link's weighted variants compiled from their JSON (``[{"to": "...", "weight": 3}]``, 2 to 10 of them, each
+    weight 1 to 1,000); immutable."""
+
+    def __new__(cls, variants_json: str) -> Variants:
+        """Raises ``CoreError`` for malformed variants."""
+    def __len__(self) -> int: ...
+    def choose(self, salt: bytes, link_id: str, ip: str, user_agent: bytes) -> int:
+        """The index of this visitor's variant: a keyed hash of (address, user agent, link) under the day's visitor
+        ``salt``, placed on the cumulative weights. The same all day for one visitor; shares follow the weights."""
+
+@final
 class GeoDb:
-    """An MMDB file (GeoLite2 or DB-IP, Country or City) held in memory; immutable, shared by threads."""
+    """An MMDB file (GeoLite2 or DB-IP, Country or City), memory-mapped or held in memory; immutable, shared by
+    threads."""
 
     def __new__(cls, data: bytes) -> GeoDb:
         """The whole file's bytes; raises ``CoreError`` if they are not an MMDB database."""
+    @staticmethod
+    def open(path: str) -> GeoDb:
+        """The file at ``path``, memory-mapped (the workers of a host share its pages); raises ``CoreError`` if it
+        cannot be opened or is not an MMDB database. Replace the file by a rename while it is open, never in place."""
+    @property
+    def mapped(self) -> bool:
+        """Whether the database is a memory map of its file."""
     @property
     def kind(self) -> str:
         """The database's own name for its kind (``GeoLite2-City``, ``DBIP-Country-Lite``, ...)."""
@@ -285,10 +305,12 @@ class ClickQueue:
         ip: str,
         timestamp: float | None = None,
         country: str | None = None,
+        variant: int | None = None,
     ) -> Literal[0, 1, 2]:
         """Keep one click, stamped now unless ``timestamp`` is given: 0 when kept, 1 when kept and a full batch
         now waits, 2 when the budget is spent (the click is counted in ``dropped`` and not kept). ``country``: a
-        trusted proxy's country header (two letters, else ignored), which wins over the GeoIP database's."""
+        trusted proxy's country header (two letters, else ignored), which wins over the GeoIP database's;
+        ``variant``: the index of the link's variant the visitor was sent to (0-254), if it has variants."""
 
     def take(self, max: int) -> Clicks:
         """Up to ``max`` of the oldest waiting clicks; their bytes stay counted until released."""
@@ -347,10 +369,10 @@ class EncodedClicks:
         """The click rows in PostgreSQL's COPY text format, without links missing from ``alive`` (when given)."""
 
     def values(self, alive: set[str] | None = None, chunk: int = 100) -> ValueChunks:
-        """The click rows as flat parameter lists of at most ``chunk`` rows of 11 values: link_id, clicked_at
+        """The click rows as flat parameter lists of at most ``chunk`` rows of 12 values: link_id, clicked_at
         (``YYYY-MM-DD HH:MM:SS.ffffff`` UTC), device, browser, os, source, referrer host or None, visitor, country,
-        region and city (each or None). Each list is built when the iterator is asked for it, so the GIL is held one
-        list at a time."""
+        region, city and variant index (each or None). Each list is built when the iterator is asked for it, so the
+        GIL is held one list at a time."""
 
 _CubeKey: TypeAlias = tuple[int, str, int, int]
 _StoredCube: TypeAlias = tuple[int, str, int, int, bytes, bytes | None, bytes | None, bytes | None, bytes | None]
@@ -410,10 +432,10 @@ def top_links(rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
     """The ``n`` most clicked links over stored per-link counts ``(weight, links)``."""
 
 @final
-class ValueChunks(Iterator[list[str | None]]):
+class ValueChunks(Iterator[list[str | int | None]]):
     """``EncodedClicks.values``: one parameter list per step."""
 
-    def __next__(self) -> list[str | None]: ...
+    def __next__(self) -> list[str | int | None]: ...
 
 @final
 class ClickBatch:

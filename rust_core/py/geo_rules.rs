@@ -1,10 +1,41 @@
-//! `slugline._core.RedirectRules` (a link's compiled redirect rules) and `slugline._core.GeoDb` (an MMDB file),
-//! both immutable once made, so any thread may use them without a lock.
+//! `slugline._core.RedirectRules` (a link's compiled redirect rules), `slugline._core.Variants` (its weighted
+//! variants) and `slugline._core.GeoDb` (an MMDB file), all immutable once made, so any thread may use them without
+//! a lock.
 
 use super::{core_error, guard, released};
 use crate::geo::GeoDb;
 use crate::redirect_rules::{RuleSet, Visit};
+use crate::variants::Variants;
 use pyo3::prelude::*;
+use std::path::PathBuf;
+
+#[pyclass(name = "Variants", module = "slugline._core", frozen)]
+pub struct PyVariants {
+    inner: Variants,
+}
+
+#[pymethods]
+impl PyVariants {
+    /// The variants from their JSON text (`[{"to": "...", "weight": 3}, ...]`); `CoreError` if malformed.
+    #[new]
+    fn new(variants_json: &str) -> PyResult<Self> {
+        guard(|| {
+            Ok(PyVariants {
+                inner: Variants::parse(variants_json).map_err(core_error)?,
+            })
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The index of the variant for this visitor (client address and raw `User-Agent`) of `link_id` under the
+    /// day's visitor `salt`: the same all day for the same visitor, shares following the weights.
+    fn choose(&self, salt: &[u8], link_id: &str, ip: &str, user_agent: &[u8]) -> PyResult<usize> {
+        guard(|| Ok(self.inner.choose(salt, link_id, ip, user_agent)))
+    }
+}
 
 #[pyclass(name = "RedirectRules", module = "slugline._core", frozen)]
 pub struct PyRedirectRules {
@@ -62,6 +93,22 @@ impl PyGeoDb {
         Ok(PyGeoDb {
             inner: made.map_err(core_error)?,
         })
+    }
+
+    /// The database in the MMDB file at `path`, memory-mapped (workers share its pages); `CoreError` if it cannot be
+    /// opened or is not one. Replace the file by a rename while it is open, never rewrite it in place.
+    #[staticmethod]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let made = released(py, || GeoDb::open(&path))?;
+        Ok(PyGeoDb {
+            inner: made.map_err(core_error)?,
+        })
+    }
+
+    /// Whether the database is a memory map of its file.
+    #[getter]
+    fn mapped(&self) -> bool {
+        self.inner.is_mapped()
     }
 
     /// The database's own name for its kind (`GeoLite2-City`, `DBIP-Country-Lite`, ...).

@@ -284,7 +284,7 @@ mod _core {
     #[pymodule_export]
     use super::cube::{analyse, compose, move_link, recount, top_links, PyBatchCubes};
     #[pymodule_export]
-    use super::geo_rules::{PyGeoDb, PyRedirectRules};
+    use super::geo_rules::{PyGeoDb, PyRedirectRules, PyVariants};
     #[pymodule_export]
     use super::queue::{PyClickQueue, PyClicks, PyEncoded, PyValueChunks};
     #[pymodule_export]

@@ -49,7 +49,7 @@ impl PyClickQueue {
     /// batch now waits, 2 when the budget is spent (the click is counted in `dropped`, not kept).
     /// Holds the GIL for well under a microsecond.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (link_id, user_agent, referrer, utm_source, via_qr, ip, timestamp = None, country = None))]
+    #[pyo3(signature = (link_id, user_agent, referrer, utm_source, via_qr, ip, timestamp = None, country = None, variant = None))]
     fn record(
         &self,
         link_id: &str,
@@ -60,6 +60,7 @@ impl PyClickQueue {
         ip: &str,
         timestamp: Option<f64>,
         country: Option<&str>,
+        variant: Option<u8>,
     ) -> PyResult<u8> {
         let args = ClickArgs {
             link_id,
@@ -70,6 +71,7 @@ impl PyClickQueue {
             ip,
             timestamp: timestamp.unwrap_or_else(queue::now),
             country,
+            variant,
         };
         guard(|| {
             Ok(match lock(&self.inner).record(&args) {
@@ -222,8 +224,9 @@ impl PyEncoded {
         Ok(PyBytes::new(py, text.as_bytes()))
     }
 
-    /// The click rows as flat parameter lists of at most `chunk` rows each (11 values a row: link_id, clicked_at
-    /// text, device, browser, os, source, referrer host or None, visitor, then country, region and city or None),
+    /// The click rows as flat parameter lists of at most `chunk` rows each (12 values a row: link_id, clicked_at
+    /// text, device, browser, os, source, referrer host or None, visitor, then country, region, city and the
+    /// variant's index or None),
     /// without links missing from `alive`.
     /// An iterator: each list is built when asked for, so the GIL is held one list at a time, and the caller
     /// (whose database releases it while it works) lets the serving thread in between.
@@ -240,8 +243,9 @@ impl PyEncoded {
 }
 
 /// `EncodedClicks.values`: the rows as parameter lists, one list built per step.
-/// Values of a click row: link, time, device, browser, os, source, referrer host, visitor, country, region, city.
-const ROW_VALUES: usize = 11;
+/// Values of a click row: link, time, device, browser, os, source, referrer host, visitor, country, region, city,
+/// variant.
+const ROW_VALUES: usize = 12;
 
 #[pyclass(name = "ValueChunks", module = "slugline._core", frozen)]
 pub struct PyValueChunks {
@@ -267,8 +271,11 @@ impl PyValueChunks {
             let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(self.chunk * ROW_VALUES);
             let mut text = String::with_capacity(32);
             let mut seen = 0;
-            let rows = batch.rows_from(*next).zip(batch.places_from(*next));
-            for ((link, timestamp, device, browser, os, source, host, visitor), place) in rows {
+            let rows = batch
+                .rows_from(*next)
+                .zip(batch.places_from(*next))
+                .zip(batch.variants_from(*next));
+            for (((link, timestamp, device, browser, os, source, host, visitor), place), variant) in rows {
                 seen += 1;
                 if self.alive.as_ref().is_some_and(|alive| !alive.contains(link)) {
                     continue;
@@ -291,6 +298,10 @@ impl PyValueChunks {
                         None => py.None().into_bound(py),
                     });
                 }
+                row.push(match variant {
+                    Some(n) => n.into_pyobject(py)?.into_any(),
+                    None => py.None().into_bound(py),
+                });
                 if row.len() == self.chunk * ROW_VALUES {
                     break;
                 }

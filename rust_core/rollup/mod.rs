@@ -50,7 +50,12 @@ struct Click {
     referrer_host: Option<u32>,
     visitor: Visitor,
     place: PlaceIds,
+    /// The link's variant the visitor was sent to (its index), or `NO_VARIANT`.
+    variant: u8,
 }
+
+/// A click of a link without variants.
+pub const NO_VARIANT: u8 = u8::MAX;
 
 /// Where a click came from: country, region and city, each a `ClickBatch::string` id or `NO_PLACE`.
 pub type PlaceIds = [u32; 3];
@@ -219,8 +224,23 @@ impl ClickBatch {
             referrer_host: origin.host,
             visitor,
             place,
+            variant: NO_VARIANT,
         });
         Ok(())
+    }
+
+    /// Notes the variant (its index, `NO_VARIANT` for none) of the click pushed last.
+    pub fn set_variant(&mut self, variant: u8) {
+        if let Some(last) = self.clicks.last_mut() {
+            last.variant = variant;
+        }
+    }
+
+    /// Each click's variant, in the order of `rows_from(start)`.
+    pub fn variants_from(&self, start: usize) -> impl Iterator<Item = Option<u8>> + '_ {
+        self.clicks[start.min(self.clicks.len())..]
+            .iter()
+            .map(|c| (c.variant != NO_VARIANT).then_some(c.variant))
     }
 
     /// Every click in insertion order.

@@ -75,6 +75,7 @@ impl ClickBatch {
                 referrer_host: (source > sources[1]).then_some(source),
                 visitor,
                 place: super::UNPLACED,
+                variant: super::NO_VARIANT,
             });
         }
         Ok(batch)

@@ -70,4 +70,4 @@ def test_a_rows_values_are_counted_alike_by_every_reader() -> None:
     from slugline.clicks import store
     from slugline.webhooks import clicks as webhook_clicks
 
-    assert store.ROW_VALUES == webhook_clicks.ROW_VALUES == 11
+    assert store.ROW_VALUES == webhook_clicks.ROW_VALUES == 12

@@ -48,12 +48,30 @@ def test_the_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
     assert geo.country(PARIS_V4) == "FR", "not looked at again before RECHECK seconds"
     clock.now += 5
     assert geo.country(PARIS_V4) == "BE"
-    path.write_bytes(b"not an mmdb file")
+    broken = tmp_path / "broken.mmdb"
+    broken.write_bytes(b"not an mmdb file")
+    broken.replace(path)
     clock.now += 5
-    assert geo.country(PARIS_V4) == "BE", "a broken file keeps the database loaded"
+    assert geo.country(PARIS_V4) == "BE", "a broken file put in its place keeps the database loaded"
     path.unlink()
     clock.now += 5
     assert geo.country(PARIS_V4) == "BE"
+
+
+def test_the_file_is_mapped_and_a_rewrite_in_place_is_not_read_through_the_old_map(tmp_path: Path) -> None:
+    path = write_db(tmp_path / "geo.mmdb", ranges={"81.56.0.0/16": place("FR")})
+    clock = Clock()
+    geo = GeoIp(str(path), clock=clock)
+    assert geo.db is not None and geo.db.mapped and geo.country(PARIS_V4) == "FR"
+    assert not _core.GeoDb(path.read_bytes()).mapped
+    path.write_bytes(write_db(tmp_path / "next.mmdb", ranges={"81.56.0.0/16": place("BE")}).read_bytes())
+    os.utime(path, ns=(1, 10**18))
+    clock.now += 5
+    assert geo.country(PARIS_V4) == "BE", "rewritten in place: opened again"
+    path.write_bytes(b"not an mmdb file")
+    os.utime(path, ns=(2, 10**18))
+    clock.now += 5
+    assert geo.db is None and geo.country(PARIS_V4) is None, "its map would read the broken file: dropped"
 
 
 def test_no_file_no_database(tmp_path: Path) -> None:

@@ -222,19 +222,22 @@ def test_eight_field_methods_take_keywords_only() -> None:
 def test_click_rows_come_one_parameter_list_at_a_time_without_the_links_left_out() -> None:
     queue = _core.ClickQueue(budget=1 << 20, batch=1000, max_user_agent=512, max_referrer=1024, max_source=255)
     for i in range(23):
-        queue.record(f"lnk_{i % 3}", b"curl/8", b"", None, False, "203.0.113.7", 1_000_000.0 + i)
+        variant = 2 if i % 3 == 1 else None  # lnk_1's visitors went to its third variant
+        queue.record(f"lnk_{i % 3}", b"curl/8", b"", None, False, "203.0.113.7", 1_000_000.0 + i, variant=variant)
     clicks = queue.take(100)
     encoded = clicks.encode({day: b"salt" for day in clicks.days()}, 255)
     chunks = encoded.values(None, 4)
     first = next(chunks)  # built when asked for: an iterator, not a list made all at once
-    assert len(first) == 4 * 11 and first[0] == "lnk_0"
-    assert first[8:11] == [None, None, None]  # country, region, city: no database, no proxy's country
+    assert len(first) == 4 * 12 and first[0] == "lnk_0"
+    assert first[8:12] == [None, None, None, None]  # country, region, city: no database, no proxy's country; variant
     rest = list(chunks)
-    assert [len(chunk) // 11 for chunk in rest] == [4, 4, 4, 4, 3]
+    assert [len(chunk) // 12 for chunk in rest] == [4, 4, 4, 4, 3]
     assert next(chunks, None) is None
     kept = [chunk for chunk in encoded.values({"lnk_1"}, 5)]
-    assert [len(chunk) // 11 for chunk in kept] == [5, 3]
-    assert {chunk[i] for chunk in kept for i in range(0, len(chunk), 11)} == {"lnk_1"}
+    assert [len(chunk) // 12 for chunk in kept] == [5, 3]
+    assert {chunk[i] for chunk in kept for i in range(0, len(chunk), 12)} == {"lnk_1"}
+    assert {chunk[i + 11] for chunk in kept for i in range(0, len(chunk), 12)} == {2}
+    assert all(line.endswith(b"\t2") == line.startswith(b"lnk_1") for line in encoded.copy_text().splitlines())
     assert list(encoded.values({"lnk_9"}, 5)) == []
 
 

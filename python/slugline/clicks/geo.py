@@ -1,11 +1,15 @@
 """Where a visitor is: a trusted CDN's country header, else an MMDB file read by the Rust core (`_core.GeoDb`).
 
-The file (`SLUGLINE_GEOIP_DB`) is read once and again whenever it changes: its modification time and size are
-looked at no more than every `RECHECK` seconds, so a lookup costs one clock read besides the core's own walk of the
-tree (about a microsecond). A file that cannot be read or is not an MMDB keeps the database already loaded, and is
-logged once per change. The country headers are believed only on requests that came through a trusted proxy
-(`web.proxies` marks them); anything a client sends straight to the server is ignored. Addresses are looked up and
-dropped: none is kept here.
+The file (`SLUGLINE_GEOIP_DB`) is memory-mapped by the core (`_core.GeoDb.open`, the `maxminddb` crate's `mmap`):
+every worker of a host shares the file's pages in the page cache rather than each holding its own copy (~100 MB for
+a City database). It is opened again whenever it changes: its modification time and size are looked at no more than
+every `RECHECK` seconds, so a lookup costs one clock read besides the core's own walk of the tree (about a
+microsecond). Replace the file by a rename (`geoipupdate` does; so does `mv`): a new file that cannot be read or is
+not an MMDB then keeps the database already open, and is logged once per change. A file rewritten in place (`cp`
+over it) changes the very pages the map reads, so the database is then opened again from it, or dropped if it is
+not an MMDB (a rewrite is only noticed at the next look, so rewrite by rename). The country headers are believed
+only on requests that came through a trusted proxy (`web.proxies` marks them); anything a client sends straight to
+the server is ignored. Addresses are looked up and dropped: none is kept here.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class GeoIp:
         self._clock = clock
         self._db: _core.GeoDb | None = None
         self._seen: tuple[int, int] | None = None  # (mtime_ns, size) of the file loaded or last refused
+        self._mapped: tuple[int, int] | None = None  # (st_dev, st_ino) of the file the database maps
         self._next_look = 0.0
         self._lock = threading.Lock()
         if self.path is not None:
@@ -84,12 +89,15 @@ class GeoIp:
             if mark == self._seen:
                 return
             self._seen = mark
+            in_place = self._mapped == (stat.st_dev, stat.st_ino)
             try:
-                with open(self.path, "rb") as file:
-                    self._db = _core.GeoDb(file.read())
+                self._db = _core.GeoDb.open(self.path)
             except (OSError, _core.CoreError) as exc:
                 log.warning("GeoIP database %s not loaded: %s", self.path, exc)
+                if in_place:  # the old map reads the same, now broken, file: it cannot be kept
+                    self._db, self._mapped = None, None
                 return
+            self._mapped = (stat.st_dev, stat.st_ino)
             log.info("GeoIP database %s loaded (%s)", self.path, self._db.kind)
 
 

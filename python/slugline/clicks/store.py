@@ -45,7 +45,7 @@ _LOCK = "SELECT id FROM links WHERE id IN (SELECT json_array_elements_text(%s::j
 # The click rows, the one part that grows with the batch, go the cheapest way each database has: COPY on
 # PostgreSQL; on SQLite multi-row INSERTs of `ROWS_PER_INSERT` rows whose values Rust made (repeated strings
 # shared), so the driver binds them without Python code per click and the GIL changes hands once per statement.
-_COLUMNS = "link_id, clicked_at, device, browser, os, source, referrer, visitor, country, region, city"
+_COLUMNS = "link_id, clicked_at, device, browser, os, source, referrer, visitor, country, region, city, variant"
 _COPY = f"COPY clicks ({_COLUMNS}) FROM STDIN"
 ROWS_PER_INSERT = 250
 ROW_VALUES = _COLUMNS.count(",") + 1  # values of a row in `EncodedClicks.values`'s lists
@@ -53,7 +53,7 @@ ROW_VALUES = _COLUMNS.count(",") + 1  # values of a row in `EncodedClicks.values
 
 @functools.cache
 def _insert_rows(rows: int) -> str:
-    return f"INSERT INTO clicks ({_COLUMNS}) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO clicks ({_COLUMNS}) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
 
 
 MAX_TEXT = min(MAX_SOURCE, MAX_REFERRER)  # what Rust cuts sources and referrer hosts to

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
+    SmallInteger,
     String,
     Text,
 )
@@ -109,6 +110,8 @@ class Link(Base):
     preview: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
     # Redirect rules (migration 0016, `common.rules`): [{"if": {...}, "to": URL}, ...], or null for none.
     rules: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    # Weighted variants (migration 0018, `redirects.variants`): [{"to": URL, "weight": n}, ...], or null for none.
+    variants: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
 
     __table_args__ = (Index("ix_links_account_created", "account_id", "created_at"),)
 
@@ -138,6 +141,7 @@ class LinkRecord:
     archived: bool = False
     preview: dict[str, str] | None = None
     rules: list[dict[str, Any]] | None = None
+    variants: list[dict[str, Any]] | None = None
 
 
 class LinkChange(Base):
@@ -187,6 +191,8 @@ class Click(Base):
     country: Mapped[str | None] = mapped_column(String(2), nullable=True)
     region: Mapped[str | None] = mapped_column(String(MAX_PLACE), nullable=True)
     city: Mapped[str | None] = mapped_column(String(MAX_PLACE), nullable=True)
+    # The index of the link's variant the visitor was sent to (migration 0018), null for a link without variants.
+    variant: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
 
     # On PostgreSQL the primary key is (link_id, clicked_at, id) and stands in for this index (migration 0008: one
     # structure fewer to write per row of a batch's COPY); on SQLite `id` is the rowid, and the index stays.

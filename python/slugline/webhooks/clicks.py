@@ -23,8 +23,8 @@ from slugline.webhooks.outbox import CLICKED, ENDPOINTS, MESSAGES
 PER_MESSAGE = 100
 CLICK_FIELDS = ("link_id", "clicked_at", "device", "browser", "os", "source", "referrer", "country", "region", "city")
 # Values of a click in `EncodedClicks.values` (`clicks.store.ROW_VALUES`): the first 7 fields, the visitor hash (not
-# sent), then the place.
-ROW_VALUES = 11
+# sent), then the place, then the variant (not sent).
+ROW_VALUES = 12
 SENT = (*range(7), 8, 9, 10)
 _WANTED = select(ENDPOINTS.c.id, ENDPOINTS.c.account_id).where(
     ENDPOINTS.c.enabled, ENDPOINTS.c.events.like(f"%,{CLICKED},%")
