@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from slugline.api import examples
 from slugline.api.operations import DEGRADED, ERRORS, OPERATIONS, UNLISTED, Operation
+from slugline.api.webhook_docs import webhooks
 from slugline.common.inputs import LinkCreate, LinkUpdate, object_schema, properties, update_properties
 from slugline.common.outputs import Error
 from slugline.common.visibility import Visibility
@@ -130,6 +131,7 @@ def complete(doc: dict[str, Any], prefix: str) -> dict[str, Any]:
             _refuse_nul(body.get("schema", {}))
             _name_body(body, models, op.get("operationId", ""))
             examples.attach(op, spec.status)
+    doc["webhooks"] = webhooks(models)
     for schema in models.values():
         _close(schema)
     components = doc.setdefault("components", {})
