@@ -86,10 +86,26 @@ def test_clicks_are_paced_and_a_busy_account_waits(runtime: Runtime) -> None:
     now = time.time()
     first = outbox.claim(runtime.db, runtime.settings, now, 32, ())
     assert Counter(m.type for m in first) == {"link.clicked": 1, "link.created": 2}
-    assert outbox.claim(runtime.db, runtime.settings, now + 0.5, 32, ()) == []  # the next turn is a second away
-    later = outbox.claim(runtime.db, runtime.settings, now + 1.01, 32, {other_id})
+    # The turn is held while the delivery is under way, however long it takes (up to the lease)...
+    assert outbox.claim(runtime.db, runtime.settings, now + 5, 32, ()) == []
+    [click] = [m for m in first if m.type == "link.clicked"]
+    outbox.finish(runtime.db, runtime.settings, click, now + 5, 200, None, 5000)
+    # ... and comes back a second after the endpoint answered.
+    assert outbox.claim(runtime.db, runtime.settings, now + 5.5, 32, ()) == []
+    later = outbox.claim(runtime.db, runtime.settings, now + 6.01, 32, {other_id})
     assert [m.type for m in later] == ["link.clicked"]
-    assert outbox.claim(runtime.db, runtime.settings, now + 2.02, 32, {account_id}) == []  # busy: left out
+    outbox.finish(runtime.db, runtime.settings, later[0], now + 6.1, 200, None, 90)
+    assert outbox.claim(runtime.db, runtime.settings, now + 7.2, 32, {account_id}) == []  # busy: left out
+
+
+def test_a_click_turn_left_by_a_dead_worker_comes_back_after_the_lease(runtime: Runtime) -> None:
+    account_id, endpoint_id = _endpoint(runtime, "orphaned")
+    _messages(runtime, account_id, endpoint_id, 2, "link.clicked")
+    now = time.time()
+    assert len(outbox.claim(runtime.db, runtime.settings, now, 32, ())) == 1  # then never finished
+    lease = outbox.lease_seconds(runtime.settings)
+    assert outbox.claim(runtime.db, runtime.settings, now + lease - 0.1, 32, ()) == []
+    assert len(outbox.claim(runtime.db, runtime.settings, now + lease + 0.1, 32, ())) == 1
 
 
 def test_a_claim_takes_no_more_of_an_account_than_its_cap(runtime: Runtime) -> None:

@@ -4,9 +4,12 @@ A claim moves a due message's `due_at` on by a lease (and counts the attempt) in
 PostgreSQL the rows are taken `FOR UPDATE SKIP LOCKED`, so workers and instances claiming together each get other
 rows and never wait on one another; on SQLite the claim runs under the writer lock every worker shares. A worker
 killed mid-delivery leaves its messages to be claimed again when the lease runs out (at-least-once; the message id
-stays the same, so the receiver drops repeats). `link.clicked` messages of an endpoint are claimed one per
-`webhooks_click_interval_seconds`; an account with `webhooks_concurrency` deliveries under way in this worker is
-left out of its claims, so one slow endpoint holds back no other account.
+stays the same, so the receiver drops repeats). `link.clicked` messages of an endpoint are claimed one at a time: a
+claim holds the endpoint's click turn for the lease, and the outcome gives it back `webhooks_click_interval_seconds`
+after the endpoint answered, so its receiver sees one delivery start at least an interval after the last one ended,
+however long each took and however late a claim ran (a kill -9 mid-delivery leaves the turn to the lease). An
+account with `webhooks_concurrency` deliveries under way in this worker is left out of its claims, so one slow
+endpoint holds back no other account.
 """
 
 from __future__ import annotations
@@ -110,11 +113,12 @@ def claim(
 
 
 def _pace(conn: Connection, endpoint_id: str, now: float, settings: Settings) -> bool:
-    """Takes the endpoint's next `link.clicked` turn, if it has come (one worker gets it)."""
+    """Takes the endpoint's next `link.clicked` turn, if it has come (one worker gets it), until `finish` gives it
+    back; `now` may be late (a claim that waited for the writer lock), which only makes the check stricter."""
     done = conn.execute(
         update(ENDPOINTS)
         .where(ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.click_due <= now)
-        .values(click_due=now + settings.webhooks_click_interval_seconds)
+        .values(click_due=now + lease_seconds(settings))
     )
     return bool(getattr(done, "rowcount", 0))
 
@@ -129,7 +133,8 @@ def back_off(settings: Settings, attempts: int) -> float:
 def finish(
     db: Database, settings: Settings, msg: Claimed, now: float, status: int | None, error: str | None, ms: int
 ) -> str:
-    """Records the attempt: delivered (a 2xx), or due again after the back-off. An endpoint that has failed every
+    """Records the attempt (`now`: a clock read after the endpoint answered or the attempt failed): delivered (a 2xx),
+    or due again after the back-off. An endpoint that has failed every
     delivery for `webhooks_give_up_seconds` is disabled, and its waiting messages parked. The outcome (`OUTCOMES`)."""
     ok = status is not None and 200 <= status < 300 and error is None
     outcome = DELIVERED if ok else RETRIED
@@ -138,6 +143,9 @@ def finish(
         conn = session.connection()
         if conn.execute(select(e.id).where(e.id == msg.endpoint_id)).first() is None:
             return DELIVERED if ok else FAILED  # deleted meanwhile, with its messages
+        if msg.type == CLICKED:  # the click turn, from when the endpoint answered (`now`: read after its answer)
+            turn = now + settings.webhooks_click_interval_seconds
+            conn.execute(update(ENDPOINTS).where(e.id == msg.endpoint_id).values(click_due=turn))
         if ok:
             conn.execute(update(MESSAGES).where(m.id == msg.id).values(due_at=None, delivered_at=now))
             conn.execute(
