@@ -62,7 +62,7 @@ def main() -> None:
                     spread[i % LINKS], AGENT, b"https://news.example.com/x", None, False, f"198.51.100.{i % 250}"
                 )
             taken = recorder.queue.take(BATCH)
-            batch = taken.encode(recorder._salts.get(rt.db, taken.days()), MAX_TEXT)
+            batch = taken.encode(recorder.salts.get(rt.db, taken.days()), MAX_TEXT)
             recorder.queue.release(taken)
             return batch
 

@@ -73,7 +73,7 @@ def taken(runtime: tuple[Runtime, str]) -> tuple[ClickRecorder, _core.Clicks, di
     recorder = ClickRecorder(rt)
     fill(recorder.queue, link_id)
     clicks = recorder.queue.take(BATCH)
-    return recorder, clicks, recorder._salts.get(rt.db, clicks.days())
+    return recorder, clicks, recorder.salts.get(rt.db, clicks.days())
 
 
 def test_encode(benchmark: BenchmarkFixture, taken: tuple[ClickRecorder, _core.Clicks, dict[int, bytes]]) -> None:
@@ -128,7 +128,7 @@ def test_write_sqlite_spread(
         for i in range(clicks):
             recorder.queue.record(spread[i % len(spread)], AGENT, REFERRER, None, False, f"198.51.100.{i % 250}")
         taken = recorder.queue.take(clicks)
-        batch = taken.encode(recorder._salts.get(rt.db, taken.days()), MAX_TEXT)
+        batch = taken.encode(recorder.salts.get(rt.db, taken.days()), MAX_TEXT)
         recorder.queue.release(taken)
         return (batch,), {}
 

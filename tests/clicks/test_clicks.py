@@ -200,7 +200,7 @@ def test_an_unreachable_database_drops_nothing(
 
     async def scenario() -> list[int]:
         recorder = ClickRecorder(runtime)
-        recorder._salts.get(runtime.db, {int(time.time() // 86400)})  # today's salt, before the outage
+        recorder.salts.get(runtime.db, {int(time.time() // 86400)})  # today's salt, before the outage
         for utm in ("x", "y"):
             recorder.record(click(link_id, utm))
         monkeypatch.setattr(runtime.db.engine, "connect", down)
@@ -257,7 +257,7 @@ def test_a_store_that_refuses_every_write_drops_nothing(client: TestClient, alic
 
     async def scenario() -> None:
         recorder = ClickRecorder(runtime)
-        recorder._salts.get(runtime.db, {int(time.time() // 86400)})  # today's salt, before the writes stop
+        recorder.salts.get(runtime.db, {int(time.time() // 86400)})  # today's salt, before the writes stop
         for utm in sources:
             recorder.record(click(link_id, utm))
         with writes_refused(runtime):

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from slugline import _core
 from slugline.analytics import cubes
+from slugline.analytics.variants import variant_clicks
 from slugline.common.caller import Caller
 from slugline.common.clock import isoformat
 from slugline.common.inputs import AnalyticsParams, PageParams
@@ -88,8 +89,10 @@ def analytics_on_thread(
         by_origin = "source" in filters or "referrer" in filters  # visitors kept by source and referrer
         rows = cubes.day_rows(session, view, first, last, hours=params.interval == "hour", uniques=by_origin)
         answer = _core.analyse(rows, filters, params.interval == "hour")
+        split = None
         if link_id is not None:
             top = [(link.id, link.slug, link.title, answer["total"])] if answer["total"] > 0 else []
+            split = variant_clicks(session, link, first, last)
         else:
             top = _top_links(session, caller, view, first, last, filters)
     total = int(answer["total"])
@@ -109,6 +112,7 @@ def analytics_on_thread(
         shown = MAX_COUNTRIES if name == "country" else TOP_ENTRIES
         out[key] = _with_other(name, rows_of, sum(n for _, n in rows_of), shown)
     out["top_links"] = [{"id": i, "slug": slug, "title": title, "clicks": int(n)} for i, slug, title, n in top]
+    out["variants"] = split
     return out
 
 

@@ -41,13 +41,18 @@ LINK: dict[str, Any] = {
     "archived": False,
     "preview": None,
     "rules": None,
+    "variants": None,
     "status": "active",
 }
 RULES = [
     {"if": {"country": ["FR", "BE"], "device": ["mobile"]}, "to": "https://doc.rust-lang.org/book/fr/"},
     {"if": {"language": ["de"]}, "to": "https://doc.rust-lang.org/book/de/"},
 ]
-NEW_LINK = {**LINK, "clicks": 0, "rules": RULES}
+VARIANTS = [
+    {"to": "https://doc.rust-lang.org/book/", "weight": 80},
+    {"to": "https://rust-book.cs.brown.edu/", "weight": 20},
+]
+NEW_LINK = {**LINK, "clicks": 0, "rules": RULES, "variants": VARIANTS}
 UPDATED = {**LINK, "title": "The Book", "hashtags": ["rust"], "updated_at": "2026-11-22T08:30:00Z"}
 PAGINATION = {"page": 1, "per": 20, "total": 1, "pages": 1}
 ACCOUNT = {"username": "alice", "plan": "developer", "created_at": CREATED}
@@ -82,6 +87,7 @@ ANALYTICS = {
     "countries": [{"country": "FR", "clicks": 25}, {"country": "DE", "clicks": 17}],
     "cities": [{"city": "Paris", "clicks": 20}, {"city": "Berlin", "clicks": 17}],
     "top_links": [{"id": LINK["id"], "slug": LINK["slug"], "title": LINK["title"], "clicks": 42}],
+    "variants": None,
 }
 CSV = "clicked_at,link_id,slug,device,browser,os,source,referrer,country,region,city\n"
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256" viewBox="0 0 33 33">...</svg>'
@@ -110,6 +116,7 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
             "title": "The Rust Book",
             "hashtags": ["rust", "books"],
             "rules": RULES,
+            "variants": VARIANTS,
         },
         NEW_LINK,
     ),
@@ -163,7 +170,16 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
         },
     ),
     "getQrCode": (None, SVG),
-    "getLinkAnalytics": (None, ANALYTICS),
+    "getLinkAnalytics": (
+        None,
+        {
+            **ANALYTICS,
+            "variants": [
+                {"variant": 0, "to": "https://doc.rust-lang.org/book/", "weight": 80, "clicks": 33},
+                {"variant": 1, "to": "https://rust-book.cs.brown.edu/", "weight": 20, "clicks": 9},
+            ],
+        },
+    ),
     "exportLinkClicks": (None, CSV),
     "exportClicks": (None, CSV),
     "getAnalytics": (None, ANALYTICS),

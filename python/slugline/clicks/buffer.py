@@ -67,7 +67,7 @@ class ClickRecorder:
         self._dropping = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
-        self._salts = SaltBook()
+        self.salts = SaltBook()  # shared with the redirects' variant draws (`redirects.routing`)
         self._closing = False
         self._failures = 0  # consecutive failed writes of the batch at the head of the queue
         self._upkeep = Upkeep(rt.db, rt.settings.click_log_days, rt.link_hooks)
@@ -221,7 +221,7 @@ class ClickRecorder:
 
     def _write(self, clicks: _core.Clicks) -> int:
         """Runs in a worker thread: the Rust encoding releases the GIL, and so does the database at work."""
-        salts = self._salts.get(self._rt.db, clicks.days())
+        salts = self.salts.get(self._rt.db, clicks.days())
         return write_batch(self._rt.db, clicks.encode(salts, MAX_TEXT, self.geo.db))
 
 

@@ -310,6 +310,24 @@ class RedirectRule(BaseModel):
         return {"if": self.when.model_dump(exclude_none=True), "to": self.to}
 
 
+MAX_VARIANTS = 10  # variants a link may have (`_core.Variants` refuses more), at least 2
+MAX_WEIGHT = 1000  # a variant's weight is 1 to this
+
+
+class Variant(BaseModel):
+    """One weighted variant of a link's destination (an A/B split): its share is its weight over the sum of all."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    to: Destination = Field(
+        description="Where a visitor drawn for this variant is sent (checked as destination_url is)"
+    )
+    weight: int = Field(ge=1, le=MAX_WEIGHT, description=f"The variant's weight, 1 to {MAX_WEIGHT}", strict=True)
+
+
+VARIANTS_EXAMPLE = [{"to": "https://example.com/a", "weight": 50}, {"to": "https://example.com/b", "weight": 50}]
+
+
 RULES_EXAMPLE = [
     {"if": {"country": ["FR"], "device": ["mobile"]}, "to": "https://example.com/fr/mobile"},
     {"if": {"language": ["de"]}, "to": "https://example.com/de"},
@@ -346,6 +364,23 @@ class LinkUpdate(_Strict):
         "clears them",
         examples=[RULES_EXAMPLE],
     )
+
+    variants: list[Variant] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=MAX_VARIANTS,
+        description=f"Weighted variants of the destination (an A/B split), 2 to {MAX_VARIANTS}: a visitor no rule "
+        "sends elsewhere goes to one of them instead of destination_url, drawn by weight and kept for the day (a keyed "
+        "hash of the visitor under the day's salt; nothing is stored). Each click records its variant. [] or null "
+        "clears them",
+        examples=[VARIANTS_EXAMPLE],
+    )
+
+    @field_validator("variants", mode="before")
+    @classmethod
+    def _no_variants(cls, variants: Any) -> Any:
+        """[] clears the variants, as null does."""
+        return None if variants == [] else variants
 
     @field_validator("rules", mode="after")
     @classmethod

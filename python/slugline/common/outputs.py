@@ -61,6 +61,11 @@ class RedirectRule(_Open):
     to: str = Field(description="Where a visitor it holds for is sent")
 
 
+class Variant(_Open):
+    to: str = Field(description="Where a visitor drawn for this variant is sent")
+    weight: int = Field(description="Its weight: its share is the weight over the sum of the link's weights")
+
+
 class Link(_Open):
     id: str = Field(description="lnk_ + 11 base62 characters; pass it to update_link and delete_link")
     slug: str
@@ -81,6 +86,9 @@ class Link(_Open):
     preview: LinkPreview | None = Field(description="The card link-preview crawlers get, or null")
     rules: list[RedirectRule] | None = Field(
         default=None, description="Redirect rules, tried in order (the first that holds picks `to`), or null"
+    )
+    variants: list[Variant] | None = Field(
+        default=None, description="Weighted variants of the destination (an A/B split), or null"
     )
     status: Literal["active", "expired", "limit_reached", "archived"] = Field(
         description="active; expired (past expires_at); limit_reached (max_clicks used up); archived"
@@ -185,6 +193,15 @@ class TopLink(_Open):
 TOP = "The 20 most frequent, most clicked first, then one '(other)' row with the clicks of the rest"
 
 
+class VariantClicks(_Open):
+    variant: int = Field(description="The variant's index in the link's `variants`")
+    to: str
+    weight: int
+    clicks: int = Field(
+        description="Clicks sent to it in the period (bots left out; the period's other filters do not apply)"
+    )
+
+
 class Analytics(_Open):
     """Clicks of the period, bots left out; every figure follows the filters."""
 
@@ -215,6 +232,11 @@ class Analytics(_Open):
     )
     cities: list[CityClicks] = Field(description=TOP + " (cities are known from a City GeoIP database only)")
     top_links: list[TopLink] = Field(description="At most 10, most clicked first")
+    variants: list[VariantClicks] | None = Field(
+        default=None,
+        description="A link's analytics: each of its variants (A/B split) with its clicks, from the click log; null "
+        "for a link without variants and for the account's analytics",
+    )
 
 
 class Account(_Open):

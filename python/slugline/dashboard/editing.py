@@ -14,13 +14,13 @@ from slugline.common.errors import ServiceError
 from slugline.common.visibility import Visibility
 from slugline.dashboard.links import link_or_404
 from slugline.dashboard.pages import field_errors, read_form, redirect, render
-from slugline.dashboard.rules import EXAMPLE, rules_of, text_of
+from slugline.dashboard.rules import EXAMPLE, VARIANTS_EXAMPLE, rules_of, text_of, variants_of, variants_text
 from slugline.dashboard.session import check_csrf, visitor
 from slugline.links import service as links
 
 router = APIRouter(include_in_schema=False)
 TEXT_FIELDS = ("title", "description", "note")
-LIFE_FIELDS = ("expires_at", "max_clicks", "expired_url", "archived", "preview", "rules")
+LIFE_FIELDS = ("expires_at", "max_clicks", "expired_url", "archived", "preview", "rules", "variants")
 FIELDS = ("destination_url", "slug", *TEXT_FIELDS, "hashtags", "visibility", "password", "auto_meta", *LIFE_FIELDS)
 PREVIEW_FIELDS = ("title", "description", "image_url")  # the form's preview_title, preview_description, ...
 VISIBILITIES = [v.value for v in Visibility]
@@ -57,6 +57,7 @@ def lifecycle_body(form: dict[str, str]) -> dict[str, Any]:
         "archived": "archived" in form,
         "preview": preview or None,
         "rules": rules_of(form.get("rules", "")),
+        "variants": variants_of(form.get("variants", "")),
     }
 
 
@@ -82,11 +83,21 @@ def _form_values(link: dict[str, Any]) -> dict[str, str]:
     for name in PREVIEW_FIELDS:
         values[f"preview_{name}"] = (link.get("preview") or {}).get(name) or ""
     values["rules"] = text_of(link.get("rules"))
+    values["variants"] = variants_text(link.get("variants"))
     return values
 
 
 def _form_page(request: Request, who: Any, status: int = 200, **context: Any) -> Response:
-    return render(request, who, "link_form.html", status, visibilities=VISIBILITIES, rules_example=EXAMPLE, **context)
+    return render(
+        request,
+        who,
+        "link_form.html",
+        status,
+        visibilities=VISIBILITIES,
+        rules_example=EXAMPLE,
+        variants_example=VARIANTS_EXAMPLE,
+        **context,
+    )
 
 
 @router.get("/app/links/new")

@@ -34,8 +34,9 @@ COLUMNS = (
     Link.archived,
     Link.preview,
     Link.rules,
+    Link.variants,
 )
-CHANGEABLE = ("expires_at", "max_clicks", "expired_url", "archived", "preview", "rules")
+CHANGEABLE = ("expires_at", "max_clicks", "expired_url", "archived", "preview", "rules", "variants")
 SHOWN_FIELDS = (*CHANGEABLE, "status")  # the lifecycle's fields in a link's JSON, in its order (`lifecycle_json`)
 # One more visitor through a limited link, if one is left: the new count, or no row when it is used up. Exact under
 # any concurrency: each UPDATE of the row waits for the one before it (PostgreSQL's row lock; SQLite's one writer)
@@ -119,6 +120,8 @@ def typed(link: LinkRecord) -> LinkRecord:
         link.preview = orjson.loads(link.preview)
     if isinstance(link.rules, str):
         link.rules = orjson.loads(link.rules)
+    if isinstance(link.variants, str):
+        link.variants = orjson.loads(link.variants)
     return link
 
 
@@ -126,11 +129,14 @@ def lifecycle_json(row: tuple[Any, ...], now: datetime) -> dict[str, Any]:
     """The lifecycle fields of a link's JSON from the LIFECYCLE columns of its row."""
     expires, max_clicks, used, expired_url, archived, preview, *rest = row
     rules = rest[0] if rest else None  # a webhook message kept before migration 0016 has no rules
+    variants = rest[1] if len(rest) > 1 else None  # nor one kept before 0018 variants
     expires_at = moment(expires)
     if isinstance(preview, str):
         preview = orjson.loads(preview)
     if isinstance(rules, str):
         rules = orjson.loads(rules)
+    if isinstance(variants, str):
+        variants = orjson.loads(variants)
     return {
         "expires_at": isoformat(expires_at),
         "max_clicks": max_clicks,
@@ -138,5 +144,6 @@ def lifecycle_json(row: tuple[Any, ...], now: datetime) -> dict[str, Any]:
         "archived": bool(archived),
         "preview": preview,
         "rules": rules or None,
+        "variants": variants or None,
         "status": status(now, expires_at, max_clicks, used or 0, bool(archived)),
     }

@@ -757,6 +757,8 @@ def _new_values(body: LinkUpdate, names: set[str]) -> dict[str, Any]:
         values["preview"] = body.preview.model_dump(exclude_none=True) if body.preview else None
     if values.get("rules") is not None:
         values["rules"] = [rule.model_dump() for rule in body.rules or ()]
+    if values.get("variants") is not None:
+        values["variants"] = [variant.model_dump() for variant in body.variants or ()]
     return values
 
 

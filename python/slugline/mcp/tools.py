@@ -229,7 +229,9 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         "rules sends visitors elsewhere by who they are: an ordered list (at most 20) of {if: {country, device, os, "
         "browser, language: lists of values}, to: URL}; the first rule whose conditions all hold sends the visitor "
         "to its `to`, else destination_url, e.g. [{if: {country: ['FR'], device: ['mobile']}, to: "
-        "'https://example.com/fr'}]. Returns the new link "
+        "'https://example.com/fr'}]. variants splits the visitors no rule sends elsewhere between destinations by "
+        "weight (an A/B split): 2 to 10 of {to: URL, weight: 1-1000}, each visitor kept on one for the day; "
+        "get_analytics with the link's id then counts clicks per variant. Returns the new link "
         "with its short_url (and, when auto_meta could not read the page, meta_error saying why). A taken slug is an "
         "error; a public-only key cannot create private or password links.",
     ),
@@ -250,7 +252,8 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         CHANGE,
         inputs.UPDATE_LINK,
         "Change a link by id." + inputs.UPDATE_NOTE + " A new slug changes the short URL and the old one stops "
-        "working. rules replaces the link's redirect rules (null or [] clears them), as in create_link. Returns the "
+        "working. rules replaces the link's redirect rules and variants its weighted variants (null or [] clears "
+        "them), as in create_link. Returns the "
         "updated link; 'link not found' means this key cannot see a link with that id.",
     ),
     (

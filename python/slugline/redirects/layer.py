@@ -162,7 +162,7 @@ class Redirects:
         self.clicks = clicks
         self.record = clicks.queue.record  # one call into Rust per click
         self.unlocker = Unlocker(rt)
-        self.router = Router(rt.settings, clicks.geo)
+        self.router = Router(rt.settings, clicks.geo, clicks.salts, rt.db)
         self.db = rt.db
         elsewhere = rt.settings.not_found_url
         self.not_found_location = None if elsewhere is None else ascii_url(elsewhere).encode("ascii")
@@ -270,7 +270,7 @@ class Redirects:
 
     def count(self, entry: Entry, scope: Scope) -> bytes:
         """The `Location` for this request; a click recorded unless it is a `HEAD`. Called before the response goes
-        out, so a 302 a client received is never missing from the counts. A link with rules: `routed`."""
+        out, so a 302 a client received is never missing from the counts. A link with rules or variants: `routed`."""
         if entry.rules is not None:
             return self.routed(entry, scope)
         query = scope["query_string"]
@@ -295,7 +295,8 @@ class Redirects:
         return location
 
     def routed(self, entry: Entry, scope: Scope) -> bytes:
-        """`count` for a link with rules: one walk of the headers gives the rules and the click what they read."""
+        """`count` for a link with rules or variants: one walk of the headers gives them and the click what they read;
+        the click records the variant the visitor was sent to."""
         assert entry.rules is not None
         agent = referrer = language = b""
         for name, value in scope["headers"]:
@@ -305,13 +306,14 @@ class Redirects:
                 referrer = value
             elif name == b"accept-language":
                 language = value
-        destination, location = self.router.pick(entry, scope, agent, language)
+        destination, location, variant = self.router.pick(entry, scope, agent, language)
         utm, via_qr = None, False
         if scope["query_string"]:
             location, utm, via_qr = merge_query(destination, scope["query_string"])
         if scope["method"] != "HEAD":
             country = self.router.noted(scope) if PROXIED_KEY in scope else None
-            outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, client_ip(scope), None, country)
+            ip = client_ip(scope)
+            outcome = self.record(entry.link_id, agent, referrer, utm, via_qr, ip, None, country, variant)
             if outcome:
                 self.clicks.notice(outcome)
         return location

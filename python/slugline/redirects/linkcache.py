@@ -56,13 +56,24 @@ RULES_BYTES = 600  # a rule compiled in Rust (its condition lists) and its share
 log = logging.getLogger("slugline.redirect")
 
 
+class Split(NamedTuple):
+    """A link's weighted variants, compiled (`_core.Variants`), with each variant's destination and `Location`."""
+
+    compiled: _core.Variants
+    destinations: tuple[str, ...]
+    locations: tuple[bytes, ...]
+
+
 class Routes(NamedTuple):
-    """A link's redirect rules, compiled (`_core.RedirectRules`), with each rule's destination and `Location`."""
+    """A link's redirect rules, compiled (`_core.RedirectRules`), with each rule's destination and `Location`; and
+    its variants, which split the link's own destination among visitors no rule holds for. A link with variants but
+    no rules has an empty rule list here: either takes the redirect off the plain path, which stays one check."""
 
     compiled: _core.RedirectRules
     destinations: tuple[str, ...]
     locations: tuple[bytes, ...]
     needs_country: bool  # `compiled.needs_country`, read here without a call into the core
+    split: Split | None = None
 
 
 class Entry(NamedTuple):
@@ -100,6 +111,7 @@ _COLUMNS = (
     Link.expired_url,
     Link.preview,
     Link.rules,
+    Link.variants,
 )
 _SELECT = select(*_COLUMNS).where(Link.slug == bindparam("slug"))
 _SELECT_MANY = select(Link.slug, *_COLUMNS).where(Link.slug.in_(bindparam("slugs", expanding=True)))
@@ -275,20 +287,32 @@ def _cost(slug: str, entry: Entry | None) -> int:
         if entry.life is not None:
             size += LIFE_BYTES + sum(map(sys.getsizeof, (entry.life.expired_location, entry.life.card)))
         if entry.rules is not None:
-            size += RULES_BYTES * len(entry.rules.destinations)
+            size += RULES_BYTES * (1 + len(entry.rules.destinations))
             size += sum(map(sys.getsizeof, (*entry.rules.destinations, *entry.rules.locations)))
+            if entry.rules.split is not None:
+                size += RULES_BYTES + sum(
+                    map(sys.getsizeof, (*entry.rules.split.destinations, *entry.rules.split.locations))
+                )
     return size
 
 
-def _routes(rules: list[dict[str, Any]] | str | None) -> Routes | None:
-    """A link's stored rules (JSON text from some drivers), compiled; None for none."""
-    listed: list[dict[str, Any]] | None = orjson.loads(rules) if isinstance(rules, str) else rules
-    if not listed:
+def _routes(
+    rules: list[dict[str, Any]] | str | None, variants: list[dict[str, Any]] | str | None = None
+) -> Routes | None:
+    """A link's stored rules and variants (JSON text from some drivers), compiled; None for neither."""
+    listed: list[dict[str, Any]] = (orjson.loads(rules) if isinstance(rules, str) else rules) or []
+    weighted: list[dict[str, Any]] = (orjson.loads(variants) if isinstance(variants, str) else variants) or []
+    if not listed and not weighted:
         return None
+    split = None
+    if weighted:
+        targets = tuple(str(variant["to"]) for variant in weighted)
+        places = tuple(ascii_url(to).encode("ascii") for to in targets)
+        split = Split(_core.Variants(orjson.dumps(weighted).decode()), targets, places)
     destinations = tuple(str(rule["to"]) for rule in listed)
     locations = tuple(ascii_url(to).encode("ascii") for to in destinations)
     compiled = _core.RedirectRules(orjson.dumps(listed).decode())
-    return Routes(compiled, destinations, locations, compiled.needs_country)
+    return Routes(compiled, destinations, locations, compiled.needs_country, split)
 
 
 def _entry(
@@ -303,13 +327,14 @@ def _entry(
     expired_url: str | None = None,
     preview: dict[str, str] | None = None,
     rules: list[dict[str, Any]] | str | None = None,
+    variants: list[dict[str, Any]] | str | None = None,
 ) -> Entry | None:
     """The cached answer for a link's row (None for an archived link: to visitors it does not exist). A link with
     rules keeps its visibility: the shortest path evaluates them too (`Redirects.count`)."""
     if archived:
         return None
     location = ascii_url(destination).encode("ascii")
-    routes = _routes(rules)
+    routes = _routes(rules, variants)
     if expires_at is None and max_clicks is None and not preview:
         return Entry(link_id, destination, visibility, password_hash, location, None, routes)
     life = Life(
