@@ -37,6 +37,13 @@ def variety(client: TestClient, who: Account) -> None:
     }
     made = create(client, who, slug="card", preview=card, **ends)
     assert made.status_code == 201, made.text
+    rules = [
+        {"if": {"country": ["FR", "BE"], "device": ["mobile"]}, "to": "https://example.com/fr?a=1,2"},
+        {"if": {}, "to": "https://example.com/=all"},
+    ]
+    variants = [{"to": "https://example.com/a", "weight": 70}, {"to": "https://example.com/b,c", "weight": 30}]
+    routed = create(client, who, slug="routed", rules=rules, variants=variants)
+    assert routed.status_code == 201, routed.text
     shelved = create(client, who, slug="shelved").json()["id"]
     assert client.put(f"{LINKS}/{shelved}", json={"archived": True}, headers=who.auth()).status_code == 200
 
@@ -73,10 +80,14 @@ def test_export_then_import_into_an_empty_account_is_identical(
     empty(client, alice)  # the slugs and ids are free again: bob's import can keep them
 
     report = run_import(runtime, "bob", written, fmt)
-    assert (report["created"], report["skipped"], report["conflicts"], report["errors"]) == (7, 0, 0, 0), report
+    assert (report["created"], report["skipped"], report["conflicts"], report["errors"]) == (8, 0, 0, 0), report
     assert export(client, bob, fmt) == written
     again = run_import(runtime, "bob", written, fmt)  # before a visit below moves a clicks count
-    assert (again["created"], again["skipped"], again["conflicts"]) == (0, 7, 0) and export(client, bob, fmt) == written
+    assert (again["created"], again["skipped"], again["conflicts"]) == (0, 8, 0) and export(client, bob, fmt) == written
+    routed = client.get(LINKS, params={"q": "routed"}, headers=bob.auth()).json()["data"][0]
+    assert routed["rules"][0]["if"]["country"] == ["FR", "BE"] and routed["variants"][1]["weight"] == 30
+    to = client.get("/routed", headers={"user-agent": CHROME}, follow_redirects=False).headers["location"]
+    assert to in ("https://example.com/=all",), "the imported rules are evaluated"
     assert client.get(LINKS, params={"q": "#news"}, headers=bob.auth()).json()["pagination"]["total"] == 1
     assert client.get("/plain", headers={"user-agent": CHROME}, follow_redirects=False).status_code == 302
     unlocked = client.post("/locked", data={"password": "sesame-42"}, follow_redirects=False)

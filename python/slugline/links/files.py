@@ -4,8 +4,9 @@ Its columns are every column of the links table but the account (`STORED`), so a
 and imported with no change here, plus `short_url` after the slug (for people; import ignores it). Values are typed
 as the table types them: timestamps as ISO 8601 UTC to the microsecond (so a re-export of an import is the same
 file), hashtags as a JSON list in NDJSON and space-separated in CSV (a tag holds no whitespace), another JSON value
-(a preview card) as itself in NDJSON and its JSON text in CSV, a missing value as null in NDJSON and an empty cell
-in CSV. A password link carries its password's hash, never the password.
+(a preview card, redirect rules, variants) as itself in NDJSON and its JSON text in CSV, a missing value as null in
+NDJSON and an empty cell in CSV. A password link carries its password's hash, never the password. An import checks
+rules and variants as a create does (`links.importrows`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def csv_header() -> bytes:
 
 
 def csv_rows(rows: Sequence[Cells]) -> bytes:
-    return _csv([[_cell(value) for value in row] for row in rows])
+    return _csv([[_cell(value, name) for name, value in zip(COLUMNS, row, strict=True)] for row in rows])
 
 
 def ndjson_rows(rows: Sequence[Cells]) -> bytes:
@@ -58,12 +59,13 @@ def ndjson_rows(rows: Sequence[Cells]) -> bytes:
     )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, name: str) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, dict):  # a JSON column's object (a link's preview card): its JSON text
+    if isinstance(value, dict) or (isinstance(value, list) and name != "hashtags"):
+        # a JSON column's object or list (a preview card, redirect rules, variants): its JSON text
         text = orjson.dumps(value).decode()
     else:
         text = " ".join(value) if isinstance(value, list) else str(value)

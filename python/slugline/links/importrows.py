@@ -17,7 +17,9 @@ from slugline.common.visibility import HIDDEN_LEVELS, Visibility
 from slugline.links import files
 
 MAX_LISTED = 100  # conflicts and errors listed in the report; the counts go on past it
-CHECKED = ("slug", "destination_url", "title", "description", "note", "hashtags")  # validated as a create's
+# Validated as a create's; rules and variants are stored as the create would store them (the Rust core compiles them
+# on the redirect path, so a hand-edited file cannot store rules it would refuse).
+CHECKED = ("slug", "destination_url", "title", "description", "note", "hashtags", "rules", "variants")
 Numbered = list[tuple[int, dict[str, Any] | files.BadRow]]  # rows with their number in the file, from 1
 
 
@@ -58,7 +60,7 @@ def checked(caller: Caller, batch: Numbered, report: Report) -> Iterator[tuple[i
             report.note(number, "error", str(row))
             continue
         try:
-            LinkCreate.model_validate({name: row[name] for name in CHECKED if row.get(name) is not None})
+            made = LinkCreate.model_validate({name: row[name] for name in CHECKED if row.get(name) is not None})
             visibility = Visibility(row.get("visibility") or Visibility.PUBLIC)
         except ValidationError as exc:
             report.note(number, "error", describe_validation(exc.errors(include_url=False)))
@@ -73,4 +75,8 @@ def checked(caller: Caller, batch: Numbered, report: Report) -> Iterator[tuple[i
         elif visibility == Visibility.PASSWORD and not row.get("password_hash"):
             report.note(number, "error", "a password link needs its password_hash")
         else:
-            yield number, {**row, "visibility": visibility.value}
+            routes = {
+                "rules": [rule.model_dump() for rule in made.rules] if made.rules else None,
+                "variants": [variant.model_dump() for variant in made.variants] if made.variants else None,
+            }
+            yield number, {**row, "visibility": visibility.value, **{k: v for k, v in routes.items() if k in row}}
