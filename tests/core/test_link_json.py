@@ -17,8 +17,8 @@ from slugline.links import service as links
 
 BASE = "http://sl.test"
 # The lifecycle columns that follow the plain ones in a row (links.lifecycle.COLUMNS): a link without any.
-NO_LIFECYCLE = (None, None, 0, None, False, None, None)
-LIFECYCLE_FIELDS = {"expires_at", "max_clicks", "expired_url", "archived", "preview", "rules", "status"}
+NO_LIFECYCLE = (None, None, 0, None, False, None, None, None)
+LIFECYCLE_FIELDS = {"expires_at", "max_clicks", "expired_url", "archived", "preview", "rules", "variants", "status"}
 # Every escape orjson writes, the characters around them, and non-ASCII of every UTF-8 length.
 ALPHABET = [chr(c) for c in range(0x20)] + list('"\\/ az09~\x7f') + ["é", "—", "\u2028", "😀", "\ufeff"]
 
@@ -148,7 +148,10 @@ def test_a_base_url_that_is_not_exactly_a_str_leaves_every_row_to_link_json() ->
 
 
 def test_links_json_gives_the_same_bytes_for_every_row() -> None:
-    lifecycles = [NO_LIFECYCLE, ("2030-01-01 00:00:00.000000", 5, 2, "https://example.com/over", False, None, None)]
+    lifecycles = [
+        NO_LIFECYCLE,
+        ("2030-01-01 00:00:00.000000", 5, 2, "https://example.com/over", False, None, None, None),
+    ]
     rows = [
         (*_ok(), *lifecycles[1]),
         (*_with(9, datetime(2024, 5, 1, 12, tzinfo=UTC)), *NO_LIFECYCLE),
