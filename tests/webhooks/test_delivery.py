@@ -49,9 +49,10 @@ def test_link_events_arrive_signed_with_the_links_json(make_client: ClientFactor
     alice = _account(client, rt)
     hook = client.post(HOOKS, json={"url": receiver.url}, headers=alice.auth()).json()
     receiver.secret = hook["secret"]
-    link = client.post(
-        LINKS, json={"destination_url": "https://example.com/", "slug": "hooked"}, headers=alice.auth()
-    ).json()
+    variants = [{"to": "https://example.com/a", "weight": 1}, {"to": "https://example.com/b", "weight": 2}]
+    body = {"destination_url": "https://example.com/", "slug": "hooked", "variants": variants}
+    link = client.post(LINKS, json=body, headers=alice.auth()).json()
+    assert link["variants"] == variants  # and the event's link has them too (0018's triggers keep the column)
     client.put(f"{LINKS}/{link['id']}", json={"title": "Now titled"}, headers=alice.auth())
     client.put(f"{LINKS}/{link['id']}", json={"slug": "hooked2", "visibility": "private"}, headers=alice.auth())
     client.delete(f"{LINKS}/{link['id']}", headers=alice.auth())
