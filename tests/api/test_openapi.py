@@ -173,7 +173,7 @@ def test_analytics_parameters_and_answer_are_documented(client: TestClient) -> N
     assert set(answer["required"]) == {
         *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer"),
         *("total_clicks", "unique_visitors", "clicks", "devices", "browsers", "operating_systems"),
-        *("sources", "referrers", "top_links", "country", "city", "countries", "cities"),
+        *("sources", "referrers", "top_links", "country", "city", "countries", "cities", "variants"),
     }
     assert answer["properties"]["interval"]["enum"] == ["hour", "day", "week", "month"]
     for field, item, key in (

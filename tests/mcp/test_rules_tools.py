@@ -37,3 +37,18 @@ def test_the_tools_describe_rules(client: TestClient, alice: Account) -> None:
     for name in ("create_link", "update_link"):
         assert "rules" in tools[name]["inputSchema"]["properties"], name
         assert "rules" in tools[name]["description"], name
+        assert "variants" in tools[name]["inputSchema"]["properties"] and "variants" in tools[name]["description"]
+
+
+def test_the_link_tools_carry_variants_and_get_analytics_counts_them(client: TestClient, alice: Account) -> None:
+    variants = [{"to": "https://example.org/a", "weight": 3}, {"to": "https://example.org/b", "weight": 1}]
+    made = tool(client, alice.full, "create_link", {"destination_url": "https://example.org/", "variants": variants})
+    assert made["variants"] == variants
+    stats = tool(client, alice.full, "get_analytics", {"link_id": made["id"]})
+    assert [(v["variant"], v["to"], v["weight"], v["clicks"]) for v in stats["variants"]] == [
+        (0, "https://example.org/a", 3, 0),
+        (1, "https://example.org/b", 1, 0),
+    ]
+    assert tool(client, alice.full, "get_analytics", {})["variants"] is None
+    cleared = tool(client, alice.full, "update_link", {"id": made["id"], "variants": None})
+    assert cleared["variants"] is None

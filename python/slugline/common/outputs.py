@@ -233,7 +233,6 @@ class Analytics(_Open):
     cities: list[CityClicks] = Field(description=TOP + " (cities are known from a City GeoIP database only)")
     top_links: list[TopLink] = Field(description="At most 10, most clicked first")
     variants: list[VariantClicks] | None = Field(
-        default=None,
         description="A link's analytics: each of its variants (A/B split) with its clicks, from the click log; null "
         "for a link without variants and for the account's analytics",
     )
