@@ -46,6 +46,8 @@ def check_tool_listing(tools: dict[str, Tool]) -> None:
         "expired_url",
         "archived",
         "preview",
+        "rules",
+        "variants",
         "auto_meta",
         "idempotency_key",
     }
