@@ -26,6 +26,7 @@ __all__ = [
     "RedirectRules",
     "SearchIndex",
     "ValueChunks",
+    "Variants",
     "__version__",
     "_panic",
     "analyse",
