@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
 from slugline.accounts import deletion
@@ -133,3 +134,33 @@ def test_a_deletion_stopped_half_way_is_finished_by_running_it_again(
 def test_batch_sizes_must_be_positive(runtime: Runtime) -> None:
     with pytest.raises(ValueError, match="positive"):
         deletion.delete_account(runtime, "nobody", links=0)
+
+
+class _Deadlock(Exception):
+    sqlstate = deletion.DEADLOCK
+
+
+def test_closing_is_tried_again_when_postgresql_breaks_a_deadlock(
+    runtime: Runtime, make_account: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A webhook delivery finishing while the account closes can deadlock with it on PostgreSQL (endpoint then
+    message, against the endpoint's cascade): the cancelled close is run again; any other database error is not."""
+    make_account("dee")
+    tries: list[str] = []
+    once = deletion._close_once
+
+    def first_cancelled(db: Any, username: str, values: dict[str, Any]) -> tuple[int, str]:
+        tries.append(username)
+        if len(tries) == 1:
+            raise DBAPIError("DELETE FROM webhook_endpoints", {}, _Deadlock())
+        return once(db, username, values)
+
+    monkeypatch.setattr(deletion, "_close_once", first_cancelled)
+    assert deletion.delete_account(runtime, "dee")["deleted"] and tries == ["dee", "dee"]
+
+    make_account("eve")
+    monkeypatch.setattr(_Deadlock, "sqlstate", "23505")  # not a deadlock: no second try
+    tries.clear()
+    with pytest.raises(DBAPIError):
+        deletion.delete_account(runtime, "eve")
+    assert tries == ["eve"] and _account_id(runtime, "eve") > 0

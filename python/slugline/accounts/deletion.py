@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, select, tuple_, update
+from sqlalchemy.exc import DBAPIError
 
 from slugline import _core
 from slugline.accounts import callers
@@ -54,6 +55,7 @@ from slugline.storage.db import Database
 
 LINKS = 500  # links deleted per transaction
 CLICKS = 20_000  # clicks deleted per transaction
+DEADLOCK, DEADLOCK_TRIES = "40P01", 3  # PostgreSQL's deadlock_detected, and how often closing is tried
 CLOSED = "deleting"  # the plan of an account its owner deleted while the servers take the rest (`finish_closed`)
 Hooks = Sequence[Callable[[str, str | None], None]]
 
@@ -100,8 +102,22 @@ def finish_closed(db: Database, hooks: Hooks = (), links: int = LINKS, clicks: i
 
 
 def _close(db: Database, username: str, plan: str | None = None) -> tuple[int, str]:
+    """Closes the account in one transaction. On PostgreSQL a webhook delivery finishing meanwhile locks the
+    endpoint's row then its message's, while deleting the endpoint here cascades the other way; PostgreSQL then
+    cancels one of the two (a deadlock, SQLSTATE 40P01), and this transaction, which changes nothing until it
+    commits, is run again."""
     unknown = _core.hash_password(secrets.token_urlsafe(32))  # hashed before the write lock is taken
     values: dict[str, Any] = {"password_hash": unknown} | ({"plan": plan} if plan else {})
+    for attempt in range(DEADLOCK_TRIES):
+        try:
+            return _close_once(db, username, values)
+        except DBAPIError as exc:
+            if attempt + 1 == DEADLOCK_TRIES or getattr(exc.orig, "sqlstate", None) != DEADLOCK:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _close_once(db: Database, username: str, values: dict[str, Any]) -> tuple[int, str]:
     with db.writing() as session:
         row = session.execute(
             update(Account).where(Account.username == username.lower()).values(**values).returning(Account.id)
