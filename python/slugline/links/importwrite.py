@@ -113,6 +113,6 @@ def _copy(session: Session, statement: str, rows: Any) -> None:
     try:
         with driver.cursor() as cursor, cursor.copy(statement) as copy:
             for row in rows:
-                copy.write_row(row)
+                copy.write_row(tuple(row))  # older psycopg releases index the row: a sequence, not a view
     except psycopg.errors.IntegrityError as exc:  # as SQLAlchemy raises it: the import tries the batch again
         raise IntegrityError(statement, None, exc) from exc
