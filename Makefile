@@ -57,6 +57,7 @@ lint-python: build
 lint-rust: deps
 	cargo fmt --check
 	cargo clippy --all-targets --features python,testing -- -D warnings
+	cargo clippy --features python -- -D warnings  # the release build's features: no `testing`-only code left unused
 
 test-rust:
 	cargo test --quiet

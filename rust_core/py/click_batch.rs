@@ -1,7 +1,7 @@
 //! `slugline._core.ClickBatch`: a batch of classified clicks and its roll-ups behind a lock, so Python threads
 //! may share one instance.
 
-use super::{core_error, guard, lock, non_negative, released};
+use super::{core_error, guard, lock, released};
 use crate::rollup::{ClickBatch, ClickInput};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
@@ -91,9 +91,9 @@ impl PyClickBatch {
     #[staticmethod]
     fn synthetic(py: Python<'_>, n: i64, links: i64, days: i64, seed: i64) -> PyResult<Self> {
         let (n, links, days) = (
-            non_negative(n, "n")?,
-            non_negative(links, "links")?,
-            non_negative(days, "days")?,
+            super::non_negative(n, "n")?,
+            super::non_negative(links, "links")?,
+            super::non_negative(days, "days")?,
         );
         let batch = super::detached(py, || ClickBatch::synthetic(n, links, days, seed as u64))?;
         Ok(PyClickBatch {
