@@ -1,10 +1,11 @@
-"""What the dashboard tests share: reading a page's CSRF token, signing up, creating a link and generating a key
-through the forms."""
+"""What the dashboard tests share: reading a page's CSRF token, signing up, posting the link form, creating a link and
+generating a key through the forms."""
 
 from __future__ import annotations
 
 import re
 
+import httpx2
 from starlette.testclient import TestClient
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -31,9 +32,15 @@ def sign_up(client: TestClient, username: str) -> None:
     assert res.headers["location"] == "/app/"
 
 
+def post_link_form(client: TestClient, **form: str) -> httpx2.Response:
+    """The new-link form posted with its CSRF token: a public link to https://example.com/ but for what `form` says;
+    the answer itself (a redirect to the new link, or the form again with its messages)."""
+    base = {"csrf_token": csrf_of(client, "/app/links/new"), "destination_url": "https://example.com/"}
+    return client.post("/app/links/new", data={**base, "visibility": "public", **form}, follow_redirects=False)
+
+
 def new_link(client: TestClient, **form: str) -> str:
-    form = {"csrf_token": csrf_of(client, "/app/links/new"), "visibility": "public", **form}
-    res = client.post("/app/links/new", data=form, follow_redirects=False)
+    res = post_link_form(client, **form)
     assert res.status_code == 303, res.text
     return str(res.headers["location"]).rsplit("/", 1)[1]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from tests.dashboard.pages import csrf_of, new_link
+from tests.dashboard.pages import csrf_of, new_link, post_link_form
 from tests.support.helpers import SQLITE_ONLY
 
 
@@ -45,11 +45,9 @@ def test_the_form_sets_the_lifecycle_and_the_page_shows_the_card(owner: TestClie
 
 @SQLITE_ONLY
 def test_form_errors_name_the_lifecycle_fields(owner: TestClient) -> None:
-    token = csrf_of(owner, "/app/links/new")
-    base = {"csrf_token": token, "destination_url": "https://example.com/", "visibility": "public"}
-    res = owner.post("/app/links/new", data={**base, "max_clicks": "0"})
+    res = post_link_form(owner, max_clicks="0")
     assert res.status_code == 422 and 'id="e-max_clicks"' in res.text
-    res = owner.post("/app/links/new", data={**base, "expired_url": "ftp://x"})
+    res = post_link_form(owner, expired_url="ftp://x")
     assert res.status_code == 422 and 'id="e-expired_url">expired_url must be' in res.text
 
 

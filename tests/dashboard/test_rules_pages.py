@@ -6,7 +6,7 @@ from __future__ import annotations
 from starlette.testclient import TestClient
 
 from slugline.dashboard.rules import rules_of, text_of
-from tests.dashboard.pages import csrf_of, new_link
+from tests.dashboard.pages import new_link, post_link_form
 from tests.support.helpers import SQLITE_ONLY
 
 RULES_TEXT = "country=FR,BE device=mobile -> https://example.com/fr\n\n-> https://example.com/all"
@@ -33,11 +33,9 @@ def test_the_form_sets_rules_and_the_page_lists_them(owner: TestClient) -> None:
 
 @SQLITE_ONLY
 def test_form_errors_name_the_rules_field(owner: TestClient) -> None:
-    token = csrf_of(owner, "/app/links/new")
-    base = {"csrf_token": token, "destination_url": "https://example.com/", "visibility": "public"}
-    res = owner.post("/app/links/new", data={**base, "rules": "country=FRA -> https://example.com/x"})
+    res = post_link_form(owner, rules="country=FRA -> https://example.com/x")
     assert res.status_code == 422 and 'id="e-rules"' in res.text and "country" in res.text
-    res = owner.post("/app/links/new", data={**base, "rules": "mobile https://example.com/x"})
+    res = post_link_form(owner, rules="mobile https://example.com/x")
     assert res.status_code == 422 and 'id="e-rules">rules: line 1 must read' in res.text
-    res = owner.post("/app/links/new", data={**base, "rules": "planet=mars -> https://example.com/x"})
+    res = post_link_form(owner, rules="planet=mars -> https://example.com/x")
     assert res.status_code == 422 and "planet" in res.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from starlette.testclient import TestClient
 
 from slugline.dashboard.rules import variants_of, variants_text
-from tests.dashboard.pages import csrf_of, new_link
+from tests.dashboard.pages import new_link, post_link_form
 from tests.support.helpers import SQLITE_ONLY
 
 VARIANTS_TEXT = "70 https://example.com/a\n\n30 https://example.com/b"
@@ -30,9 +30,7 @@ def test_the_form_sets_variants_and_the_page_counts_their_clicks(owner: TestClie
 
 @SQLITE_ONLY
 def test_form_errors_name_the_variants_field(owner: TestClient) -> None:
-    token = csrf_of(owner, "/app/links/new")
-    base = {"csrf_token": token, "destination_url": "https://example.com/", "visibility": "public"}
-    res = owner.post("/app/links/new", data={**base, "variants": "0 https://example.com/a\n1 https://example.com/b"})
+    res = post_link_form(owner, variants="0 https://example.com/a\n1 https://example.com/b")
     assert res.status_code == 422 and 'id="e-variants"' in res.text and "weight" in res.text
-    res = owner.post("/app/links/new", data={**base, "variants": "https://example.com/a"})
+    res = post_link_form(owner, variants="https://example.com/a")
     assert res.status_code == 422 and 'id="e-variants">variants: line 1 must read' in res.text
