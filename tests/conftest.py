@@ -24,7 +24,8 @@ from slugline.storage.db import normalize_url
 from tests.support.helpers import BASE_URL, POSTGRES_URL, REDIS_URL, Account, ClientFactory, make_settings, unavailable
 from tests.support.server import Server, ServerFactory
 
-pytest_plugins = ["tests.support.loop"]  # the `now` fixture: the loop paths driven on one event loop
+# `now`: the loop paths driven on one event loop; `browser` and `page`: a real Chromium for the browser tests.
+pytest_plugins = ["tests.support.loop", "tests.dashboard.browser"]
 
 E2E_DIR = Path(__file__).parent / "e2e"
 E2E_TIMEOUT = 300  # seconds: a test here starts servers (with workers), runs migrations and waits for clicks

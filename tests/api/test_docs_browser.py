@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from tests.dashboard.browser import DESKTOP, chromium, require_browser, until
-from tests.support.server import Server
+from tests.dashboard.browser import served, until
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Route
+    from playwright.sync_api import Page, Route
+
+    from tests.support.server import Server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 # Collects what the page's policy refuses; added before any script of the page runs (DevTools runs it, not the page).
@@ -27,28 +28,15 @@ document.addEventListener("securitypolicyviolation", (e) => {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    tmp = tmp_path_factory.mktemp("api-docs")
-    running = Server(f"sqlite:///{tmp}/docs.db").start(tmp)
-    try:
+    with served(tmp_path_factory.mktemp("api-docs")) as running:
         yield running
-    finally:
-        running.stop()
 
 
-@pytest.fixture(scope="module")
-def browser(server: Server) -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
-def test_swagger_ui_shows_every_operation_with_other_origins_unreachable(browser: Browser, server: Server) -> None:
+def test_swagger_ui_shows_every_operation_with_other_origins_unreachable(page: Page, server: Server) -> None:
     document = httpx.get(f"{server.url}/api/v1/openapi.json").json()
     # Swagger UI draws an operation once under each of its tags (every one of ours has one), and so each webhook.
     described = [*document["paths"].values(), *document.get("webhooks", {}).values()]
     operations = sum(max(1, len(op.get("tags", ()))) for methods in described for op in methods.values())
-    context = browser.new_context(viewport=DESKTOP)
-    context.set_default_timeout(15_000)
     elsewhere: list[str] = []
 
     def this_server_only(route: Route) -> None:
@@ -58,18 +46,14 @@ def test_swagger_ui_shows_every_operation_with_other_origins_unreachable(browser
             elsewhere.append(route.request.url)
             route.abort()
 
-    try:
-        context.route("**/*", this_server_only)
-        page = context.new_page()
-        page.add_init_script(WATCH_VIOLATIONS)
-        errors: list[str] = []
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(f"{server.url}/api/v1/docs")
-        until(lambda: page.locator(".opblock").count() == operations, f"the {operations} operations")
-        assert "Slugline" in page.locator(".information-container .title").inner_text()
-        assert page.locator(".opblock-summary-path[data-path='/api/v1/health']").is_visible()
-        assert page.evaluate("window.violations") == []
-        assert (elsewhere, errors) == ([], [])
-    finally:
-        context.close()
+    page.context.route("**/*", this_server_only)
+    page.add_init_script(WATCH_VIOLATIONS)
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{server.url}/api/v1/docs")
+    until(lambda: page.locator(".opblock").count() == operations, f"the {operations} operations")
+    assert "Slugline" in page.locator(".information-container .title").inner_text()
+    assert page.locator(".opblock-summary-path[data-path='/api/v1/health']").is_visible()
+    assert page.evaluate("window.violations") == []
+    assert (elsewhere, errors) == ([], [])

@@ -1,6 +1,9 @@
 """A real Chromium for the dashboard's browser tests and screenshots: Debian's `chromium` driven by Playwright
 (Playwright's own browser download is not reachable from here). Missing: the tests skip, except in CI. And what the
-browser tests do as a person would: sign up, create a link, wait for a page to show something."""
+browser tests do as a person would: sign up, create a link, wait for a page to show something.
+
+A pytest plugin too (named in tests/conftest.py): the `browser` fixture, one Chromium a module, and `page`, a page of
+its own for each test. A module brings its `server` fixture, made with `served`."""
 
 from __future__ import annotations
 
@@ -10,15 +13,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from tests.dashboard.pages import PASSWORD
 from tests.support.helpers import unavailable
+from tests.support.server import Server, set_plan
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, ViewportSize
-
-    from tests.support.server import Server
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -63,6 +68,43 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
+@contextmanager
+def served(tmp: Path, **env: str) -> Iterator[Server]:
+    """A real `slugline serve` on a new SQLite file in `tmp` (`env`: more of its environment), for a browser to visit;
+    checks for the browser first, so a module without one skips before starting a server."""
+    require_browser()
+    running = Server(f"sqlite:///{tmp}/dashboard.db", env_extra=env).start(tmp)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@contextmanager
+def opened(browser: Browser, viewport: ViewportSize = DESKTOP, **options: Any) -> Iterator[Page]:
+    """A page in a context of its own (its own cookies), waiting up to 15 s for anything; `options` go to the context
+    (e.g. `java_script_enabled=False`)."""
+    context = browser.new_context(viewport=viewport, **options)
+    context.set_default_timeout(15_000)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    require_browser()
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    with opened(browser) as fresh:
+        yield fresh
+
+
 def until(check: Callable[[], Any], what: str, deadline: float = 20.0) -> Any:
     """What `check()` answers once it is truthy, asked again every 0.2 s; failing after `deadline` seconds."""
     end = time.monotonic() + deadline
@@ -81,6 +123,13 @@ def sign_up(page: Page, server: Server) -> str:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Create account").click()
     page.wait_for_url(f"{server.url}/app/")
+    return name
+
+
+def sign_up_developer(page: Page, server: Server) -> str:
+    """Signs up through the forms, then moves the account to the developer plan (links need a plan with API access)."""
+    name = sign_up(page, server)
+    set_plan(server, name, "developer")
     return name
 
 

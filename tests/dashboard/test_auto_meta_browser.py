@@ -5,19 +5,18 @@ leaves the link made with a notice that says why."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.dashboard.browser import DESKTOP, chromium, require_browser
-from tests.dashboard.pages import PASSWORD
-from tests.support.server import Server, set_plan
+from tests.dashboard.browser import served, sign_up_developer
 from tests.support.webpages import html_site
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Page
+
+    from tests.support.server import Server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 PAGE = b"""<html><head><title>Gardening for beginners</title>
@@ -32,40 +31,12 @@ def site() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    tmp = tmp_path_factory.mktemp("auto-meta")
-    running = Server(f"sqlite:///{tmp}/dashboard.db").start(tmp)
-    try:
+    with served(tmp_path_factory.mktemp("auto-meta")) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(server: Server) -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(browser: Browser, server: Server) -> Iterator[Page]:
-    context = browser.new_context(viewport=DESKTOP)
-    context.set_default_timeout(15_000)
-    signed_in = context.new_page()
-    name = f"m{uuid.uuid4().hex[:10]}"
-    signed_in.goto(f"{server.url}/app/register")
-    signed_in.get_by_label("Username").fill(name)
-    signed_in.get_by_label("Password").fill(PASSWORD)
-    signed_in.get_by_role("button", name="Create account").click()
-    signed_in.wait_for_url(f"{server.url}/app/")
-    set_plan(server, name, "developer")
-    try:
-        yield signed_in
-    finally:
-        context.close()
 
 
 def _create_with_auto_meta(page: Page, server: Server, destination: str) -> None:
+    sign_up_developer(page, server)
     page.goto(f"{server.url}/app/links/new")
     page.get_by_label("Destination URL", exact=True).fill(destination)
     page.get_by_label("Fetch title and description").check()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.dashboard.browser import DESKTOP, PHONE, chromium, create_link, require_browser, sign_up, until
+from tests.dashboard.browser import DESKTOP, PHONE, create_link, opened, served, sign_up, sign_up_developer, until
 from tests.dashboard.pages import PASSWORD
 from tests.support.server import Server, set_plan
 
@@ -24,33 +24,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    tmp = tmp_path_factory.mktemp("dashboard")
     # Each test signs up through the form: more than the default registrations an address may make in an hour. Every
     # page counts against the address's anonymous rate, like an API call (60 a minute): the module's pages, and its
     # waits that reload a page until clicks show, all come from this one address.
     limits = {"SLUGLINE_RATE_LIMIT_REGISTER": "100", "SLUGLINE_RATE_LIMIT_ANONYMOUS": "100000"}
-    running = Server(f"sqlite:///{tmp}/dashboard.db", env_extra=limits).start(tmp)
-    try:
+    with served(tmp_path_factory.mktemp("dashboard"), **limits) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(server: Server) -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport=DESKTOP)
-    context.set_default_timeout(15_000)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def test_newcomer_gets_from_nothing_to_a_key_and_a_link_with_a_chart(page: Page, server: Server) -> None:
@@ -131,8 +110,7 @@ def test_newcomer_gets_from_nothing_to_a_key_and_a_link_with_a_chart(page: Page,
 
 
 def test_a_form_posted_without_its_csrf_token_is_refused(page: Page, server: Server) -> None:
-    name = sign_up(page, server)
-    set_plan(server, name, "developer")
+    sign_up_developer(page, server)
     form: dict[str, str | float | bool] = {"destination_url": "https://example.com/forged", "visibility": "public"}
     refused = page.request.post(f"{server.url}/app/links/new", form=form, max_redirects=0)
     assert refused.status == 403
@@ -141,8 +119,7 @@ def test_a_form_posted_without_its_csrf_token_is_refused(page: Page, server: Ser
 
 
 def test_link_form_errors_appear_next_to_their_field(page: Page, server: Server) -> None:
-    name = sign_up(page, server)
-    set_plan(server, name, "developer")
+    sign_up_developer(page, server)
     page.goto(f"{server.url}/app/links/new")
     page.get_by_label("Destination URL").fill("ftp://example.com/file")
     page.get_by_label("Slug").fill("api")
@@ -155,17 +132,12 @@ def test_link_form_errors_appear_next_to_their_field(page: Page, server: Server)
 
 @pytest.mark.parametrize("path", ["/app/links", "/app/analytics", "/app/settings"])
 def test_pages_fit_a_phone_and_start_with_a_skip_link(browser: Browser, server: Server, path: str) -> None:
-    context = browser.new_context(viewport=PHONE)
-    try:
-        page = context.new_page()
-        name = sign_up(page, server)
-        set_plan(server, name, "developer")
+    with opened(browser, PHONE) as page:
+        sign_up_developer(page, server)
         page.goto(f"{server.url}{path}")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         page.keyboard.press("Tab")
         assert page.evaluate("document.activeElement.textContent") == "Skip to content"
-    finally:
-        context.close()
 
 
 # Whether every space-separated word of an element's text lies on one line (a word broken across lines has two boxes).
@@ -198,10 +170,7 @@ def watch(page: Page) -> list[str]:
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_no_page_logs_an_error_or_requests_what_is_missing(browser: Browser, server: Server, viewport: Any) -> None:
-    context = browser.new_context(viewport=viewport)
-    context.set_default_timeout(15_000)
-    try:
-        page = context.new_page()
+    with opened(browser, viewport) as page:
         problems = watch(page)
         for path in ("/app/login", "/app/register"):
             page.goto(f"{server.url}{path}")
@@ -233,17 +202,11 @@ def test_no_page_logs_an_error_or_requests_what_is_missing(browser: Browser, ser
         assert problems == []
         # Where no page names an icon (JSON, the API docs) the browser asks for /favicon.ico: that is there too.
         assert page.request.get(f"{server.url}/favicon.ico").status == 200
-    finally:
-        context.close()
 
 
 def test_the_short_url_is_whole_on_a_phone(browser: Browser, server: Server) -> None:
-    context = browser.new_context(viewport=PHONE)
-    context.set_default_timeout(15_000)
-    try:
-        page = context.new_page()
-        name = sign_up(page, server)
-        set_plan(server, name, "developer")
+    with opened(browser, PHONE) as page:
+        name = sign_up_developer(page, server)
         slug = f"a-rather-long-slug-{name}"
         long_url = "https://example.com/" + "/".join(["a-long-path-segment"] * 8) + "?utm_source=newsletter"
         title = "Quarterly planning notes for the infrastructure modernisation programme"
@@ -263,13 +226,10 @@ def test_the_short_url_is_whole_on_a_phone(browser: Browser, server: Server) -> 
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         # Ordinary text wraps between words only: each word of the title is on one line.
         assert page.get_by_text(title, exact=True).evaluate(WORDS_WHOLE)
-    finally:
-        context.close()
 
 
 def test_a_week_chart_names_each_day_under_its_bar(page: Page, server: Server) -> None:
-    name = sign_up(page, server)
-    set_plan(server, name, "developer")
+    sign_up_developer(page, server)
     page.goto(f"{server.url}/app/analytics?days=7")
     labels = page.locator(".chart-x span")
     texts = labels.all_inner_texts()

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from tests.dashboard.browser import DESKTOP, chromium, create_link, require_browser, sign_up, until
-from tests.support.server import Server, set_plan
+from tests.dashboard.browser import create_link, opened, served, sign_up_developer, until
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
+
+    from tests.support.server import Server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 AGENTS = [  # two desktop clicks, one mobile
@@ -29,26 +30,14 @@ CHART = re.compile(r"^Clicks per ")
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    tmp = tmp_path_factory.mktemp("figures")
-    running = Server(f"sqlite:///{tmp}/figures.db", env_extra={"SLUGLINE_RATE_LIMIT_ANONYMOUS": "100000"}).start(tmp)
-    try:
+    with served(tmp_path_factory.mktemp("figures"), SLUGLINE_RATE_LIMIT_ANONYMOUS="100000") as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(server: Server) -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 def clicked_account(page: Page, server: Server) -> date:
     """An account with one link clicked three times (two desktop, one mobile), on its analytics page once the clicks
     show; returns the server's today (UTC), the chart's last day."""
-    name = sign_up(page, server)
-    set_plan(server, name, "developer")
+    name = sign_up_developer(page, server)
     slug = f"f-{name}"
     create_link(page, server, **{"Destination URL": "https://example.com/figures", "Slug": slug})
     for agent in AGENTS:
@@ -64,16 +53,6 @@ def clicked_account(page: Page, server: Server) -> date:
 
 def chart(page: Page) -> str:
     return page.get_by_role("img", name=CHART).get_attribute("aria-label") or ""
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport=DESKTOP)
-    context.set_default_timeout(15_000)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def test_a_custom_range_by_the_hour_filtered_by_a_device_row_and_the_chip_removed(page: Page, server: Server) -> None:
@@ -111,10 +90,7 @@ def test_a_custom_range_by_the_hour_filtered_by_a_device_row_and_the_chip_remove
 
 
 def test_without_script_dates_filled_are_the_period(browser: Browser, server: Server) -> None:
-    context = browser.new_context(viewport=DESKTOP, java_script_enabled=False)
-    context.set_default_timeout(15_000)
-    try:
-        page = context.new_page()
+    with opened(browser, java_script_enabled=False) as page:
         today = clicked_account(page, server)
         page.get_by_label("From", exact=True).fill((today - timedelta(days=6)).isoformat())  # the period left as it is
         page.get_by_role("button", name="Show").click()
@@ -125,8 +101,6 @@ def test_without_script_dates_filled_are_the_period(browser: Browser, server: Se
         assert chart(page).startswith("Clicks per day, device desktop: 2 clicks")
         page.get_by_role("link", name="Remove filter device: desktop").click()
         assert chart(page).startswith("Clicks per day: 3 clicks")
-    finally:
-        context.close()
 
 
 def test_the_top_link_opens_its_page_with_the_same_period_and_filters(page: Page, server: Server) -> None:

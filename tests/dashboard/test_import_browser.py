@@ -3,19 +3,18 @@ anything is sent; importing shows the report, and the links are in the list."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.dashboard.browser import DESKTOP, chromium, require_browser
-from tests.dashboard.pages import PASSWORD
-from tests.support.server import Server, set_plan
+from tests.dashboard.browser import served, sign_up_developer
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Page
+
+    from tests.support.server import Server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 SHLINK = (
@@ -30,40 +29,12 @@ SHLINK = (
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    tmp = tmp_path_factory.mktemp("import-page")
-    running = Server(f"sqlite:///{tmp}/dashboard.db").start(tmp)
-    try:
+    with served(tmp_path_factory.mktemp("import-page")) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(server: Server) -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(browser: Browser, server: Server) -> Iterator[Page]:
-    context = browser.new_context(viewport=DESKTOP)
-    context.set_default_timeout(15_000)
-    signed_in = context.new_page()
-    name = f"i{uuid.uuid4().hex[:10]}"
-    signed_in.goto(f"{server.url}/app/register")
-    signed_in.get_by_label("Username").fill(name)
-    signed_in.get_by_label("Password").fill(PASSWORD)
-    signed_in.get_by_role("button", name="Create account").click()
-    signed_in.wait_for_url(f"{server.url}/app/")
-    set_plan(server, name, "developer")
-    try:
-        yield signed_in
-    finally:
-        context.close()
 
 
 def test_the_page_previews_the_first_rows_then_reports(page: Page, server: Server, tmp_path: Path) -> None:
+    sign_up_developer(page, server)
     export = tmp_path / "shlink-export.csv"
     export.write_text(SHLINK)
     page.goto(f"{server.url}/app/links")

@@ -11,42 +11,30 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.dashboard.browser import DESKTOP, chromium, create_link, require_browser, sign_up, until
+from tests.dashboard.browser import create_link, served, sign_up_developer, until
 from tests.support.receiver import Receiver
-from tests.support.server import Server, set_plan
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
+
+    from tests.support.server import Server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    require_browser()
     env = {
         "SLUGLINE_WEBHOOKS_ALLOW_PRIVATE": "true",
         "SLUGLINE_WEBHOOKS_POLL_SECONDS": "0.2",
         "SLUGLINE_RATE_LIMIT_ANONYMOUS": "100000",
     }
-    running = Server(f"sqlite:///{tmp_path}/hooks.db", env_extra=env).start(tmp_path)
-    try:
+    with served(tmp_path, **env) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-def page(server: Server) -> Iterator[Page]:
-    with chromium() as browser:
-        context = browser.new_context(viewport=DESKTOP)
-        context.set_default_timeout(15_000)
-        yield context.new_page()
-        context.close()
 
 
 def test_an_endpoint_made_in_the_dashboard_hears_a_link_and_sends_it_again(page: Page, server: Server) -> None:
-    set_plan(server, sign_up(page, server), "developer")  # links are made on a plan with API access
+    sign_up_developer(page, server)
     with Receiver() as rx:
         page.get_by_role("link", name="Webhooks").click()
         page.get_by_label("URL").fill(rx.url)
