@@ -196,6 +196,38 @@ def test_an_oversized_host_is_not_kept_with_the_entry() -> None:
     assert found is not None and found.base_url == "http://sl.test"
 
 
+def test_entries_cost_no_more_than_they_are_counted_at() -> None:
+    """`ANSWER_BYTES`, `REFUSAL_BYTES` and the strings' sizes, what the byte budget counts, cover what entries take."""
+    cache = IdentityCache(max_entries=1 << 30, max_bytes=1 << 40)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(20_000):  # every string and datetime new, as read from the database
+            read = Caller(
+                n, f"user{n:06d}", "developer".upper().lower(), "full", datetime.now(UTC), f"https://h{n}.test"
+            )
+            cache.put(f"{n:064x}", read, cache.ticket())
+            cache.refuse(f"{n:063x}r", "invalid or revoked API key".upper().lower(), cache.ticket())
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(cache) == 20_000 and taken <= cache.bytes == cache.stats().bytes, (taken, cache.bytes)
+
+
+def test_the_byte_budget_bounds_answers_and_refusals_each() -> None:
+    cache = IdentityCache(max_bytes=20_000)
+    for n in range(1000):
+        cache.put(f"d{n}", replace(caller(n), base_url=f"http://{'h' * 400}.test"), cache.ticket())
+        cache.refuse(f"r{n}", "invalid or revoked API key", cache.ticket())
+        assert cache.bytes <= 2 * 20_000
+    assert 10 < len(cache) < 30 and cache.stats().evictions > 900  # answers of ~1 KB: a score of them fit
+    assert cache.get("d999", "http://sl.test") is not None and cache.get("d0", "http://sl.test") is None
+    assert cache.refusal("r999") is not None and cache.refusal("r0") is None
+    held = cache.bytes
+    cache.forget_account(999)  # its answer's bytes go with it
+    assert cache.get("d999", "http://sl.test") is None and cache.stats().bytes == cache.bytes < held
+
+
 def test_a_refusal_is_remembered_for_the_trust_period_within_its_own_bound() -> None:
     clock = Clock()
     cache = IdentityCache(max_entries=3, trust_seconds=0.5, clock=clock)

@@ -107,6 +107,7 @@ def test_a_scrape_shows_requests_redirects_and_caches(make_client: ClientFactory
     assert found[("slugline_cache_hits_total", cache)] + found[("slugline_cache_misses_total", cache)] == 4
     assert found[("slugline_cache_bytes", cache)] > 0
     assert found[("slugline_cache_hits_total", (("cache", "token"),))] >= 1  # the key, resolved again
+    assert found[("slugline_cache_bytes", (("cache", "token"),))] > 0
     assert ("slugline_db_pool_connections_in_use", ()) in found
 
 

@@ -8,22 +8,23 @@ The rule, which README's "Caching" section repeats for operators:
   second per token in use.
 - A write made in this worker (revoke, rotate, logout, password change, plan change) drops the account's entries
   at once, and bumps a generation so that a read which began before the write cannot store its older answer.
-- At most `max_entries` entries; past that the oldest stored go first, a tenth of the bound at a time, the table
-  made again from the rest (`BoundedCache` with `lru=False`: reads are one dict lookup without a lock, and a
-  rebuild every thousand stores costs each under a microsecond). An entry is a few hundred bytes, under
-  `MAX_BASE_URL` characters of base URL: the base comes from the request's Host header, which the client chooses
-  (a server accepted one of 400 KB), so a longer one is not kept with the entry (`get` puts each request's own on
-  the answer anyway). 10,000 entries stay under ~10 MB.
+- At most `max_entries` entries and `max_bytes` bytes; past either the oldest stored go first, a tenth of the bound
+  at a time, the table made again from the rest (`BoundedCache` with `lru=False`: reads are one dict lookup without
+  a lock, and a rebuild every thousand stores costs each under a microsecond). An entry is counted at
+  `ANSWER_BYTES` and its strings: a few hundred bytes, under `MAX_BASE_URL` characters of base URL. The base comes
+  from the request's Host header, which the client chooses (a server accepted one of 400 KB), so a longer one is not
+  kept with the entry (`get` puts each request's own on the answer anyway).
 - Refusals (401) are remembered for the same trust period, apart from the answers (so refused tokens cannot push
-  good ones out), at most `max_entries` of them. A refused token never becomes valid: keys and session tokens are
-  random and made before anyone holds them (a key created a moment ago has never been asked for), and a revoked or
-  expired one stays so. Only a refusal is remembered, never a failure to read.
+  good ones out), within bounds of their own of the same size. A refused token never becomes valid: keys and session
+  tokens are random and made before anyone holds them (a key created a moment ago has never been asked for), and a
+  revoked or expired one stays so. Only a refusal is remembered, never a failure to read.
 
 Read from the event loop (no I/O, one short lock), filled from the threads that read the database.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -34,7 +35,23 @@ from slugline.common.tally import CacheStats
 
 TRUST_SECONDS = 0.5
 MAX_ENTRIES = 10_000
+MAX_BYTES = 8 << 20  # each table's: 10,000 answers take ~7 MB, ~11 MB with 512-character base URLs
 MAX_BASE_URL = 512  # characters of base URL kept with an entry (a DNS name has at most 253)
+# What an entry costs besides its strings (tracemalloc: ~260 bytes for an answer's table slot, its (Caller, until)
+# pair, the Caller, its datetime and int; ~100 for a refusal's), with room for the table's growth;
+# `tests/accounts/test_identity_cache.py` checks they cover them.
+ANSWER_BYTES = 360
+REFUSAL_BYTES = 150
+
+
+def _answer_size(digest: str, entry: tuple[Caller, float]) -> int:
+    caller = entry[0]
+    strings = (digest, caller.username, caller.plan, caller.base_url)
+    return ANSWER_BYTES + sum(sys.getsizeof(text) for text in strings)
+
+
+def _refusal_size(digest: str, entry: tuple[str, float]) -> int:
+    return REFUSAL_BYTES + sys.getsizeof(digest) + sys.getsizeof(entry[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +66,7 @@ class IdentityCache:
     def __init__(
         self,
         max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
         trust_seconds: float = TRUST_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -58,9 +76,13 @@ class IdentityCache:
         self.trust_seconds = trust_seconds
         self._clock = clock
         # digest -> (caller, trusted until); the epoch of `_entries` is the generation `forget_account` bumps
-        self._entries: BoundedCache[str, tuple[Caller, float]] = BoundedCache(max_entries=max_entries, lru=False)
+        self._entries: BoundedCache[str, tuple[Caller, float]] = BoundedCache(
+            max_entries=max_entries, max_bytes=max_bytes, size=_answer_size, lru=False
+        )
         # digest -> (the 401's message, trusted until)
-        self._refused: BoundedCache[str, tuple[str, float]] = BoundedCache(max_entries=max_entries, lru=False)
+        self._refused: BoundedCache[str, tuple[str, float]] = BoundedCache(
+            max_entries=max_entries, max_bytes=max_bytes, size=_refusal_size, lru=False
+        )
         self.hits = self.misses = 0  # `get` runs on the event loop only: plain ints
 
     def get(self, digest: str, base_url: str) -> Caller | None:
@@ -78,8 +100,13 @@ class IdentityCache:
         return caller if caller.base_url == base_url else replace(caller, base_url=base_url)
 
     def stats(self) -> CacheStats:
-        """Lookups of resolved tokens (refusals apart); entries are a few hundred bytes each, not counted."""
-        return CacheStats(self.hits, self.misses, self._entries.evictions, None, len(self._entries))
+        """Lookups, evictions and entries of resolved tokens (refusals apart); the bytes of both tables."""
+        return CacheStats(self.hits, self.misses, self._entries.evictions, self.bytes, len(self._entries))
+
+    @property
+    def bytes(self) -> int:
+        """What the answers and the refusals held are counted at."""
+        return self._entries.bytes + self._refused.bytes
 
     def ticket(self) -> Ticket:
         return Ticket(self._entries.epoch, self._clock())
