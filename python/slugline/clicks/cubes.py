@@ -15,6 +15,7 @@ the move rows' locks, each in a fixed order, so two workers never deadlock and n
 from __future__ import annotations
 
 import time
+from datetime import date, timedelta
 
 import orjson
 from sqlalchemy import Connection
@@ -48,6 +49,12 @@ _UPSERT = {
     "links = excluded.links, hours = excluded.hours, sketches = excluded.sketches"
     for dialect, mark in (("sqlite", "?"), ("postgresql", "%s"))
 }
+# Raises an account's epoch (`slugline.common.models.CubeEpoch`); nothing for an account that is gone.
+_BUMP = {
+    dialect: f"INSERT INTO cube_epochs (account_id, epoch) SELECT id, 1 FROM accounts WHERE id = {mark} "
+    "ON CONFLICT (account_id) DO UPDATE SET epoch = cube_epochs.epoch + 1"
+    for dialect, mark in (("sqlite", "?"), ("postgresql", "%s"))
+}
 _DELETE = {
     dialect: f"DELETE FROM click_cubes WHERE account_id = {m} AND scope = {m} AND level = {m} AND bucket = {m}"
     for dialect, m in (("sqlite", "?"), ("postgresql", "%s"))
@@ -72,6 +79,8 @@ def _b(value: object) -> bytes | None:
 
 
 def write(conn: Connection, rows: list[NewCube]) -> None:
+    """Writes (or, with no cube, deletes) rows, and nothing else: what migrations use (0009 builds the cubes before
+    `cube_epochs` exists). The click writer saves (`save`)."""
     dialect = conn.dialect.name
     kept = [_reorder(r) for r in rows if r[4] is not None]
     gone = [r[:4] for r in rows if r[4] is None]
@@ -79,6 +88,26 @@ def write(conn: Connection, rows: list[NewCube]) -> None:
         conn.exec_driver_sql(_UPSERT[dialect], kept)
     if gone:
         conn.exec_driver_sql(_DELETE[dialect], gone)
+
+
+def save(conn: Connection, rows: list[NewCube]) -> None:
+    """Writes rows (`write`); an account whose closed rows change gets a new epoch (`closed`)."""
+    write(conn, rows)
+    dialect = conn.dialect.name
+    today = int(time.time() // 86_400)
+    stale = sorted({r[0] for r in rows if closed(r[2], r[3], today)})
+    if stale:
+        conn.exec_driver_sql(_BUMP[dialect], [(account,) for account in stale])
+
+
+def closed(level: int, bucket: int, today: int) -> bool:
+    """Whether a change to the row (level, bucket) raises its account's epoch: a day before `today` (a UTC epoch
+    day), or a month before today's. Answers may keep only days before yesterday (`slugline.analytics.cache`), so
+    a write that began yesterday and commits today still raises the epoch for every day they keep."""
+    if level == DAY:
+        return bucket < today
+    start = date(1970, 1, 1) + timedelta(days=today)
+    return bucket < (start.year - 1970) * 12 + start.month - 1
 
 
 def lock_accounts(conn: Connection, accounts: set[int]) -> None:
@@ -91,7 +120,7 @@ def lock_accounts(conn: Connection, accounts: set[int]) -> None:
 def add_batch(conn: Connection, encoded: _core.EncodedClicks, owners: dict[str, tuple[int, bool]]) -> None:
     """Merges a batch's clicks into the cubes; `owners` are the batch's links still there (see `moves_due`)."""
     cubes = _core.BatchCubes(encoded, owners)
-    write(conn, cubes.merged(read(conn, cubes.keys())))
+    save(conn, cubes.merged(read(conn, cubes.keys())))
 
 
 Move = tuple[int, int, str, str, bool]  # id, account id, link id, kind, public
@@ -136,7 +165,7 @@ def make_moves(conn: Connection, moves: list[Move]) -> None:
             )
         ]
         keys = [(account, scope, lv, b) for lv, b, *_ in link_rows for scope in scopes]
-        write(conn, _core.move_link(link_id, account, scopes, link_rows, read(conn, keys), weight))
+        save(conn, _core.move_link(link_id, account, scopes, link_rows, read(conn, keys), weight))
         _recount(conn, account, scopes, [b for lv, b, *_ in link_rows if lv == DAY and recent(b)])
         if kind == "delete":
             conn.exec_driver_sql(
@@ -150,7 +179,7 @@ def _recount(conn: Connection, account: int, scopes: list[str], days: list[int])
         for day in days:
             stored = read(conn, [(account, scope, DAY, day)])
             if stored:
-                write(conn, [_core.recount(stored[0], view_parts(conn, account, scope, day))])
+                save(conn, [_core.recount(stored[0], view_parts(conn, account, scope, day))])
 
 
 Part = tuple[bytes, bytes | None, bytes | None, bytes | None]

@@ -217,6 +217,17 @@ class ClickCube(Base):
     sketches: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
 
 
+class CubeEpoch(Base):
+    """Raised by the click writer whenever it changes one of the account's cubes of a closed day or a past month
+    (`slugline.clicks.cubes.save`): answers over closed days kept by a worker (`slugline.analytics.cache`) are
+    good while it stays the same. No row: epoch 0."""
+
+    __tablename__ = "cube_epochs"
+
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    epoch: Mapped[int] = mapped_column(BigInteger)
+
+
 class CubeMove(Base):
     """A link that left or joined one of its account's views (deleted, hidden, shown), written by triggers in
     the transaction that changed it; the click writer moves its cubes and deletes the row."""
