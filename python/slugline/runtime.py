@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network, IPv6Network, ip_network
 
 from slugline.accounts.identitycache import IdentityCache
+from slugline.analytics.cache import AnswerCache
 from slugline.limits.buckets import RateLimiter, make_rate_limiter
 from slugline.limits.gates import Gates
 from slugline.links.counts import LinkCounts
@@ -25,6 +26,7 @@ class Runtime:
     secret: bytes
     limiter: RateLimiter
     search: SearchCache = field(default_factory=SearchCache)
+    analytics: AnswerCache = field(default_factory=lambda: AnswerCache(64 << 20))  # answers over closed days
     gates: Gates = field(default_factory=Gates)  # per-account caps on concurrent fetches and searches
     identities: IdentityCache = field(default_factory=IdentityCache)  # tokens resolved in the last half second
     link_counts: LinkCounts = field(default_factory=LinkCounts)  # links per account, per links version
@@ -40,6 +42,7 @@ class Runtime:
             secret=settings.secret(),
             limiter=make_rate_limiter(settings.redis_url, settings.rate_limit_bytes),
             search=SearchCache(settings.search_memory_mb << 20),
+            analytics=AnswerCache(settings.analytics_cache_mb << 20),
         )
 
     def fetch_networks(self) -> list[IPv4Network | IPv6Network]:

@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     link_cache_bytes: int = Field(default=64 << 20, ge=1 << 20)
     # Bytes of search indexes each worker keeps (least recently searched accounts are dropped first).
     search_memory_mb: int = Field(default=256, ge=1, description="search index memory per worker, MiB")
+    # Bytes of analytics answers over closed days each worker keeps (`slugline.analytics.cache`).
+    analytics_cache_mb: int = Field(default=64, ge=1, description="analytics answers kept per worker, MiB")
     # Seconds between writes of buffered clicks: a click reaches the database within this time.
     click_flush_seconds: float = Field(default=1.0, gt=0, le=1.0)
     # Clicks that start a write before `click_flush_seconds` is up.

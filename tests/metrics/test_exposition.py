@@ -92,6 +92,8 @@ def test_a_scrape_shows_requests_redirects_and_caches(make_client: ClientFactory
         assert client.get("/m1", follow_redirects=False).status_code == 302
     assert client.get("/no-such-link").status_code == 404
     assert client.get("/api/v1/links/lnk_00000000000", headers=auth).status_code == 404
+    for _ in range(2):  # the second answered from the closed days the first kept
+        assert client.get("/api/v1/analytics?days=30", headers=auth).status_code == 200
 
     found = samples(client)
     redirects = {k[1][0][1]: v for k, v in found.items() if k[0] == "slugline_redirects_total"}
@@ -108,6 +110,8 @@ def test_a_scrape_shows_requests_redirects_and_caches(make_client: ClientFactory
     assert found[("slugline_cache_bytes", cache)] > 0
     assert found[("slugline_cache_hits_total", (("cache", "token"),))] >= 1  # the key, resolved again
     assert found[("slugline_cache_bytes", (("cache", "token"),))] > 0
+    analytics = (("cache", "analytics"),)
+    assert found[("slugline_cache_hits_total", analytics)] >= 1 and found[("slugline_cache_bytes", analytics)] > 0
     assert ("slugline_db_pool_connections_in_use", ()) in found
 
 

@@ -9,6 +9,8 @@ sketch above that (standard error 1.6%).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from itertools import islice
 from typing import Any
@@ -18,7 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from slugline import _core
-from slugline.analytics import cubes
+from slugline.analytics import cache, cubes
+from slugline.analytics.cache import AnswerCache
 from slugline.analytics.variants import variant_clicks
 from slugline.common.caller import Caller
 from slugline.common.clock import isoformat
@@ -86,15 +89,16 @@ def analytics_on_thread(
         filters = params.filters()
         if link_id is None:
             view = cubes.account_view(session, caller)
-        by_origin = "source" in filters or "referrer" in filters  # visitors kept by source and referrer
-        rows = cubes.day_rows(session, view, first, last, hours=params.interval == "hour", uniques=by_origin)
-        answer = _core.analyse(rows, filters, params.interval == "hour")
+        # Closed days come from this worker's cache while the account's epoch stays (read before any cube); with
+        # cube moves pending, everything is read.
+        kept = Kept(rt.analytics, cache.epoch_of(session, view.account_id)) if not view.moves else None
+        answer = _answer(session, view, first, last, filters, params.interval == "hour", kept)
         split = None
         if link_id is not None:
             top = [(link.id, link.slug, link.title, answer["total"])] if answer["total"] > 0 else []
             split = variant_clicks(session, link, first, last)
         else:
-            top = _top_links(session, caller, view, first, last, filters)
+            top = _top_links(session, caller, view, first, last, filters, kept)
     total = int(answer["total"])
     out: dict[str, Any] = {
         "days": (last - first).days + 1,
@@ -116,13 +120,148 @@ def analytics_on_thread(
     return out
 
 
+@dataclass(frozen=True)
+class Kept:
+    """The worker's cache of answers over closed days, and the account's epoch they must have been made at."""
+
+    cache: AnswerCache
+    epoch: int
+
+    def closed(self, first: date, last: date) -> tuple[date, date] | None:
+        """The part of the period the cache may hold (None: none of it), the rest being read fresh."""
+        cut = min(last, cubes.EPOCH + timedelta(days=cache.last_closed_day()))
+        return (first, cut) if first <= cut else None
+
+    def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        found = self.cache.get(key, self.epoch)
+        if found is None:
+            found = make()
+            self.cache.put(key, self.epoch, found)
+        return found
+
+
+def _answer(
+    session: Session,
+    view: cubes.View,
+    first: date,
+    last: date,
+    filters: dict[str, str],
+    hourly: bool,
+    kept: Kept | None,
+) -> dict[str, Any]:
+    """`_core.analyse` of the view's day cubes over the period: the closed days' from the cache if it has them."""
+    by_origin = "source" in filters or "referrer" in filters  # visitors kept by source and referrer
+
+    def read(start: date, end: date) -> dict[str, Any]:
+        rows = cubes.day_rows(session, view, start, end, hours=hourly, uniques=by_origin)
+        out: dict[str, Any] = _core.analyse(rows, filters, hourly)
+        return out
+
+    closed = kept.closed(first, last) if kept else None
+    if kept is None or closed is None:
+        return read(first, last)
+    key = ("answer", view.account_id, view.scope, *closed, hourly, tuple(sorted(filters.items())))
+    answer: dict[str, Any] = kept.get_or_make(key, lambda: read(*closed))
+    if closed[1] < last:
+        answer = _merged(answer, read(closed[1] + timedelta(days=1), last))
+    return answer
+
+
+def _merged(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two answers of `_core.analyse` over days apart, as one (`a` is left as it is: it may be cached)."""
+    breakdowns = {}
+    for dimension, ranked in a["breakdowns"].items():
+        more = b["breakdowns"][dimension]
+        if not more:
+            breakdowns[dimension] = ranked
+            continue
+        counts = dict(ranked)
+        for value, n in more:
+            counts[value] = counts.get(value, 0) + n
+        breakdowns[dimension] = sorted(counts.items(), key=lambda c: (-c[1], c[0]))
+    return {
+        "total": a["total"] + b["total"],
+        "visitors": a["visitors"] + b["visitors"],
+        "days": {**a["days"], **b["days"]},
+        "hours": {**a["hours"], **b["hours"]},
+        "breakdowns": breakdowns,
+    }
+
+
+ALL_LINKS = 1 << 40  # `_core.top_links` asked for every link
+
+
+def _link_counts(
+    session: Session, view: cubes.View, first: date, last: date, want: int, kept: Kept | None
+) -> list[tuple[str, int]]:
+    """The view's `want` most clicked links over the period (and more with pending moves), most clicked first.
+    With the cache: every link's clicks over the closed days, kept most clicked first, and the recent days' added
+    to them; a link without recent clicks ranks as it did, so the first `want` + (links clicked lately) of the
+    closed ranking hold every link that can make the top `want`."""
+    closed = kept.closed(first, last) if kept else None
+    if kept is None or closed is None:
+        return _core.top_links(cubes.link_count_rows(session, view, first, last), want + len(view.moves))
+    key = ("links", view.account_id, view.scope, *closed)
+
+    def make() -> tuple[list[tuple[str, int]], dict[str, int]]:
+        ranked = _core.top_links(cubes.link_count_rows(session, view, *closed, closed=True), ALL_LINKS)
+        return ranked, dict(ranked)
+
+    ranked: list[tuple[str, int]]
+    ranked, by_link = kept.get_or_make(key, make)
+    if closed[1] == last:
+        return ranked[:want]
+    fresh = _core.top_links(cubes.link_count_rows(session, view, closed[1] + timedelta(days=1), last), ALL_LINKS)
+    counts = dict(ranked[: want + len(fresh)])
+    for link, n in fresh:
+        counts[link] = by_link.get(link, 0) + n
+    return sorted(counts.items(), key=lambda c: (-c[1], c[0]))[:want]
+
+
+def _filtered_totals(
+    session: Session,
+    view: cubes.View,
+    links: list[str],
+    first: date,
+    last: date,
+    filters: dict[str, str],
+    kept: Kept | None,
+) -> list[tuple[str, int]]:
+    """Each link's clicks over the period that fit `filters`, from its own cubes (closed days' from the cache)."""
+
+    def totals(some: list[str], start: date, end: date, closed: bool) -> dict[str, int]:
+        own = cubes.link_rows(session, view.account_id, some, start, end, closed)
+        return {link: int(_core.analyse(rows, filters, False)["total"]) for link, rows in own.items()}
+
+    closed = kept.closed(first, last) if kept else None
+    if kept is None or closed is None:
+        return list(totals(links, first, last, False).items())
+    keys = {link: ("filtered", view.account_id, link, *closed, tuple(sorted(filters.items()))) for link in links}
+    found = {link: kept.cache.get(key, kept.epoch) for link, key in keys.items()}
+    missing = [link for link, n in found.items() if n is None]
+    if missing:
+        for link, n in totals(missing, *closed, True).items():
+            kept.cache.put(keys[link], kept.epoch, n)
+            found[link] = n
+    if closed[1] < last:
+        for link, n in totals(links, closed[1] + timedelta(days=1), last, False).items():
+            found[link] = (found[link] or 0) + n
+    return [(link, int(n or 0)) for link, n in found.items()]
+
+
 def _top_links(
-    session: Session, caller: Caller, view: cubes.View, first: date, last: date, filters: dict[str, str]
+    session: Session,
+    caller: Caller,
+    view: cubes.View,
+    first: date,
+    last: date,
+    filters: dict[str, str],
+    kept: Kept | None = None,
 ) -> list[tuple[str, str, str | None, int]]:
     """The most clicked links the caller sees: from the per-link counts, or under a filter each candidate's own
     cubes. Links deleted or hidden since the counts were made drop out when their rows are looked up."""
     want = TOP_CANDIDATES if filters else TOP_LINKS
-    counted = _core.top_links(cubes.link_count_rows(session, view, first, last), want + len(view.moves))
+    counted = _link_counts(session, view, first, last, want, kept)
     if view.moves:  # links shown since the counts were made are not in them yet; deleted and hidden ones still are
         by_link = dict(counted)
         own = cubes.link_rows(session, view.account_id, [link for link, _ in view.moves], first, last)
@@ -130,8 +269,7 @@ def _top_links(
             by_link[link] = by_link.get(link, 0) + weight * _core.analyse(own[link], {}, False)["total"]
         counted = sorted(((k, n) for k, n in by_link.items() if n > 0), key=lambda c: (-c[1], c[0]))[:want]
     if filters and counted:
-        own = cubes.link_rows(session, view.account_id, [link for link, _ in counted], first, last)
-        counted = [(link, _core.analyse(rows, filters, False)["total"]) for link, rows in own.items()]
+        counted = _filtered_totals(session, view, [link for link, _ in counted], first, last, filters, kept)
         counted = sorted((c for c in counted if c[1] > 0), key=lambda c: (-c[1], c[0]))
     if not counted:
         return []

@@ -26,8 +26,8 @@ REDIRECT_OUTCOMES = (
     "method_not_allowed",
     "error",
 )
-CACHES = ("redirect", "token", "search")
-BYTE_COUNTED = ("redirect", "search")
+CACHES = ("redirect", "token", "search", "analytics")
+BYTE_COUNTED = ("redirect", "search", "analytics")
 FLUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 # From an event to its delivery: a second or so while receivers answer (clicks wait for their endpoint's turn), up
 # to the 24 h of back-off of a receiver that was down.

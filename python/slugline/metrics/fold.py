@@ -79,7 +79,11 @@ class Metrics:
                 self._add(counter, label, count)
         caches = {"redirect": self.redirects.cache_stats()}
         if self._rt is not None:
-            caches |= {"token": self._rt.identities.stats(), "search": self._rt.search.stats()}
+            caches |= {
+                "token": self._rt.identities.stats(),
+                "search": self._rt.search.stats(),
+                "analytics": self._rt.analytics.stats(),
+            }
             self._pool(self._rt)
         for name, stats in caches.items():
             if stats is not None:
