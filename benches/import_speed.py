@@ -8,7 +8,9 @@ imports it into a fresh account of a fresh database (an SQLite file, and a schem
 each in a process of its own so its peak resident set (`ru_maxrss`) is the import's (beside the resident set just
 before it starts: the difference is what the import holds). Prints one JSON line per run, with the process's CPU
 time (the SQLite work is in it; PostgreSQL's server is not) and the load average, since a shared machine's wall
-clock says more about its other tenants than about the import.
+clock says more about its other tenants than about the import. On PostgreSQL it also gives the CPU time of the
+server processes of the import's connections (read from /proc: the server must run on this machine) and links per
+CPU second of both.
 
 `--reference-links N` also runs the importer as it was before batched writes (one statement per link, from git
 commit `REFERENCE`, loaded beside the current code) on the first N links of the same file, for the old figure in the
@@ -49,6 +51,23 @@ if module_path:  # the reference: the old importer, beside the current code
 else:
     from slugline.links import importer
 rt = Runtime.create(Settings(database_url=url, secret_key="bench-" * 8))
+backends = []  # PostgreSQL: the server processes of this engine's connections (the server runs on this machine)
+if url.startswith("postgresql"):
+    from sqlalchemy import event
+    event.listen(rt.db.engine, "connect", lambda conn, _: backends.append(conn.info.backend_pid))
+
+def server_cpu():
+    # CPU seconds the server processes of our connections have used (the COPY and its triggers run there)
+    ticks = {}
+    for pid in backends:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            ticks[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:  # a closed connection's: not counted
+            pass
+    return ticks
+
 upgrade(rt.db.engine)
 accounts.register(rt, {"username": "bench", "password": "bench-password-1"})
 caller = accounts.operator(rt, "bench")
@@ -62,13 +81,14 @@ def lines():
 
 with open("/proc/self/statm") as statm:
     before = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-started, cpu = time.perf_counter(), time.process_time()
+started, cpu, server = time.perf_counter(), time.process_time(), server_cpu()
 if os.environ.get("BENCH_PROFILE"):
     import cProfile
     cProfile.run('report = importer.import_links(rt, caller, lines(), "csv")', os.environ["BENCH_PROFILE"])
 else:
     report = importer.import_links(rt, caller, lines(), "csv")
 spent, cpu = time.perf_counter() - started, time.process_time() - cpu
+server = sum(seconds - server.get(pid, 0.0) for pid, seconds in server_cpu().items())
 with rt.db.session() as session:
     count = session.scalar(select(func.count()).select_from(Link))
     version = session.scalar(select(Account.links_version).where(Account.id == caller.account_id))
@@ -79,6 +99,7 @@ print(json.dumps({
     "links_per_s": round(count / spent),
     "python_cpu_s": round(cpu, 2),
     "links_per_python_cpu_s": round(count / cpu),
+    **({"server_cpu_s": round(server, 2), "links_per_cpu_s": round(count / (cpu + server))} if backends else {}),
     "rss_before_import_mb": round(before / 2**20, 1),
     "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
 }))
