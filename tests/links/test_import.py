@@ -4,6 +4,7 @@ run changes nothing; a slug with another destination is a conflict, changed only
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ from sqlalchemy import func, select, text, update
 from starlette.testclient import TestClient
 
 from slugline.accounts import service as accounts
+from slugline.common.caller import Caller
 from slugline.common.models import Account as AccountRow
 from slugline.common.models import Link, LinkChange, WebhookMessage
-from slugline.links import importer
+from slugline.links import importer, importrows
 from slugline.runtime import Runtime
 from slugline.search import feed
 from tests.support.helpers import CHROME, LINKS, SQLITE_ONLY, Account, create
@@ -54,7 +56,7 @@ def export(client: TestClient, who: Account, fmt: str) -> bytes:
     return got.content
 
 
-def run_import(rt: Runtime, name: str, data: bytes, fmt: str, **options: bool) -> dict[str, Any]:
+def run_import(rt: Runtime, name: str, data: bytes, fmt: str, **options: Any) -> dict[str, Any]:
     lines = io.StringIO(data.decode(), newline="")
     return importer.import_links(rt, accounts.operator(rt, name), lines, fmt, **options)
 
@@ -210,7 +212,8 @@ def test_a_dry_run_finds_a_slug_repeated_in_a_later_batch(client: TestClient, ru
 def test_an_import_tells_the_accounts_webhooks_of_each_new_link(
     client: TestClient, runtime: Runtime, alice: Account
 ) -> None:
-    """The batch sets aside the change feed's triggers only: the webhook outbox's trigger writes a message per link."""
+    """The batch sets aside the change feed's triggers, but not the webhook outbox's while an endpoint of the account
+    wants link.created: then it writes a message per link."""
     hook = {"url": "https://hooks.example.com/in", "events": ["link.created"]}
     assert client.post("/api/v1/webhooks", json=hook, headers=alice.auth()).status_code == 201
     rows = [{"slug": f"w{n}", "destination_url": f"https://example.com/{n}"} for n in range(5)]
@@ -218,3 +221,97 @@ def test_an_import_tells_the_accounts_webhooks_of_each_new_link(
     assert report["created"] == 5, report
     with runtime.db.engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(WebhookMessage)) == 5
+
+
+def test_an_import_into_an_account_no_endpoint_listens_to_writes_no_message_and_leaves_the_trigger(
+    client: TestClient, runtime: Runtime, make_account: Any
+) -> None:
+    """Without an endpoint of the account wanting link.created the import keeps the webhook trigger from running for
+    its rows (SQLite: dropped in the batch's transaction; PostgreSQL: migration 0019's setting): another account's
+    endpoint gets nothing of it, and afterwards the trigger is back for every create, the importing account's too."""
+    alice, bob = make_account("alice"), make_account("bob")
+    for who, events in ((alice, ["link.deleted"]), (bob, ["link.created"])):
+        hook = {"url": "https://hooks.example.com/in", "events": events}
+        assert client.post("/api/v1/webhooks", json=hook, headers=who.auth()).status_code == 201
+    rows = [{"slug": f"q{n}", "destination_url": f"https://example.com/{n}"} for n in range(5)]
+    report = run_import(runtime, "alice", b"".join(orjson.dumps(row) + b"\n" for row in rows), "ndjson", batch=2)
+    assert report["created"] == 5, report
+
+    def messages() -> list[tuple[int, str]]:
+        with runtime.db.engine.connect() as conn:
+            found = conn.execute(select(WebhookMessage.account_id, WebhookMessage.type).order_by(WebhookMessage.id))
+            return sorted((account, kind) for account, kind in found)
+
+    assert messages() == []
+    assert create(client, bob, slug="bobs").status_code == 201
+    hook = {"url": "https://hooks.example.com/alice", "events": ["link.created"]}
+    assert client.post("/api/v1/webhooks", json=hook, headers=alice.auth()).status_code == 201
+    assert create(client, alice, slug="alices").status_code == 201
+    ids = [accounts.operator(runtime, who.username).account_id for who in (alice, bob)]
+    assert messages() == sorted((account, "link.created") for account in ids)
+
+
+ROWS_TO_CHECK: list[dict[str, Any]] = [
+    {"slug": "ok", "destination_url": "https://example.com/a?b=c#d", "title": "T", "hashtags": ["a", "#B", "a"]},
+    {"slug": "ok", "destination_url": "HTTP://EXAMPLE.com:8080", "note": "n", "description": "d"},
+    {"slug": "ok", "destination_url": "http://h:/", "hashtags": []},
+    {"slug": "ok", "destination_url": "http://h:65535/x@y"},
+    {"slug": "ok", "destination_url": "http://h:65536/"},
+    {"slug": "ok", "destination_url": "http://h:00080/"},
+    {"slug": "ok", "destination_url": " https://example.com/ "},
+    {"slug": "ok", "destination_url": "https://example.com/\u00a0x"},
+    {"slug": "ok", "destination_url": "https://exa mple.com/"},
+    {"slug": "ok", "destination_url": "https://u:p@example.com/"},
+    {"slug": "ok", "destination_url": "https://[::1]/"},
+    {"slug": "ok", "destination_url": "https://bücher.example/"},
+    {"slug": "ok", "destination_url": "ftp://example.com/"},
+    {"slug": "ok", "destination_url": "https://"},
+    {"slug": "ok", "destination_url": ""},
+    {"slug": "ok", "destination_url": "https://example.com/\x00"},
+    {"slug": "ok", "destination_url": "https://example.com/" + "a" * 2028},
+    {"slug": "ok", "destination_url": "https://example.com/" + "a" * 2029},
+    {"slug": "ok", "destination_url": 5},
+    {"slug": "ok"},
+    {"destination_url": "https://example.com/"},
+    {"slug": "api", "destination_url": "https://example.com/"},
+    {"slug": "a b", "destination_url": "https://example.com/"},
+    {"slug": "a\x00", "destination_url": "https://example.com/"},
+    {"slug": "a" * 65, "destination_url": "https://example.com/"},
+    {"slug": 7, "destination_url": "https://example.com/"},
+    {"slug": "ok", "destination_url": "https://example.com/", "title": "t" * 255, "note": "n" * 4096},
+    {"slug": "ok", "destination_url": "https://example.com/", "title": "t" * 256},
+    {"slug": "ok", "destination_url": "https://example.com/", "description": "d" * 1025},
+    {"slug": "ok", "destination_url": "https://example.com/", "note": "n" * 4097},
+    {"slug": "ok", "destination_url": "https://example.com/", "title": "a\x00"},
+    {"slug": "ok", "destination_url": "https://example.com/", "title": 5},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": "news"},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": ["x" * 64, "#" + "y" * 64]},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": ["x" * 65]},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": ["#"]},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": [" a"]},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": ["a\u2003b"]},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": ["a\x00"]},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": [1]},
+    {"slug": "ok", "destination_url": "https://example.com/", "hashtags": [f"t{n}" for n in range(31)]},
+    {"slug": "ok", "destination_url": "https://example.com/", "rules": [], "variants": None},
+    {"slug": "ok", "destination_url": "https://example.com/", "rules": None, "variants": None},
+    {"slug": "ok", "destination_url": "https://example.com/", "visibility": "unlisted"},
+    {"slug": "ok", "destination_url": "https://example.com/", "visibility": "secret"},
+]
+
+
+def test_a_row_checked_without_the_model_is_one_the_model_takes_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import's quick check of a plain row (`importrows._plain`) takes only rows `LinkCreate` takes, and answers
+    as checking every row with the model does: the same rows out, the same problems reported."""
+    caller = Caller(account_id=1, username="alice", plan="developer", scope="full", created_at=datetime.now(UTC))
+
+    def check() -> tuple[list[Any], dict[str, Any]]:
+        report = importrows.Report(dry_run=False)
+        out = list(importrows.checked(caller, list(enumerate(ROWS_TO_CHECK, 1)), report))
+        return out, report.answer()
+
+    quick = check()
+    plain = [importrows._plain(row) for row in ROWS_TO_CHECK]
+    assert 10 < plain.count(False) < len(plain) - 5, plain  # both ways are taken
+    monkeypatch.setattr(importrows, "_plain", lambda row: False)
+    assert quick == check()
