@@ -227,7 +227,7 @@ def test_an_import_into_an_account_no_endpoint_listens_to_writes_no_message_and_
     client: TestClient, runtime: Runtime, make_account: Any
 ) -> None:
     """Without an endpoint of the account wanting link.created the import keeps the webhook trigger from running for
-    its rows (SQLite: dropped in the batch's transaction; PostgreSQL: migration 0019's setting): another account's
+    its rows (SQLite: dropped in the batch's transaction; PostgreSQL: migration 0020's setting): another account's
     endpoint gets nothing of it, and afterwards the trigger is back for every create, the importing account's too."""
     alice, bob = make_account("alice"), make_account("bob")
     for who, events in ((alice, ["link.deleted"]), (bob, ["link.created"])):

@@ -1,14 +1,22 @@
 """The import's new links, written a chunk at a time (`slugline.links.importer`): one multi-row statement for the
 links instead of one statement per link, which is what an import of a million links spends its time on.
 
-The change feed stays exact: every link still takes its own links version and feed row, in file order, so a worker
-that is a few versions behind refreshes just those links, and one that is further behind reloads (as it would after
-as many single creates). On SQLite the triggers of migrations 0004 and 0005 do that per row of the statement (SQLite
-has one writer: the version read before the statement is the one they count up from). On PostgreSQL the account's
-version is bumped by the chunk's size in one UPDATE, which locks the account row for the transaction as a single
-create's bump does, and the feed rows go in with one more statement. PostgreSQL takes the rows through psycopg 3's
-COPY (`Cursor.copy`), its fastest way in; the slugs and ids were looked up first, so a clash can only come from a
-concurrent writer, and it refuses the whole transaction. Old feed rows are pruned once per chunk.
+The change feed stays exact: every link still takes its own links version, in file order, and the chunk's last
+`searchfeed.KEEP` links their feed rows, so a worker that is a few versions behind refreshes just those links, and one
+that is further behind reloads (as it would after as many single creates). The account's version is bumped by the
+chunk's size in one UPDATE, which locks the account row for the transaction as a single create's bump does, and the
+feed rows go in with one more statement (on SQLite the per-row triggers of migrations 0004 and 0005, which would do
+it a row at a time, are dropped inside the transaction: `_quiet`). PostgreSQL takes the rows through psycopg 3's COPY
+(`Cursor.copy`), its fastest way in; SQLite through one prepared `executemany`. The slugs and ids were looked up
+first, so a clash can only come from a concurrent writer, and it refuses the whole transaction. Old feed rows are
+pruned once per chunk.
+
+Webhooks: each new link gets a link.created message for every endpoint of the account that wants it, in the chunk's
+transaction, from the trigger of migration 0015. When the account has no such endpoint (the transaction looks first)
+the trigger is kept from running for each row for nothing: dropped inside the transaction on SQLite, whose one write
+lock the transaction already holds (so no endpoint can be added meanwhile), and skipped by its WHEN on PostgreSQL
+(migration 0020). There an endpoint another transaction adds while the chunk is written gets no message for it, as
+it would get none for the links a per-row trigger had written before that endpoint committed.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import JSON, Table, insert, update
+from sqlalchemy import JSON, Table, text, update
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -38,6 +46,14 @@ _VALUES = operator.attrgetter(*links.COLUMNS)
 _TRIGGERS = (
     "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('links_created', 'link_changes_bump')"
 )
+_FEED_SQLITE = "INSERT INTO link_changes (account_id, version, link_id) VALUES (?, ?, ?)"
+# Whether the webhook trigger of a create would write anything for the account's links (its own condition).
+_SUBSCRIBED = (
+    "SELECT 1 FROM webhook_endpoints e WHERE e.account_id = ? AND e.enabled AND e.events LIKE '%,link.created,%'"
+)
+_WEBHOOK_TRIGGER = "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name = 'links_webhook_created'"
+# PostgreSQL's webhook trigger of a create skips the account's rows for the rest of the transaction (migration 0020).
+_QUIET_PG = text("SELECT set_config('slugline.no_link_created_webhooks', :account, true)")
 _COPY_FEED = "COPY link_changes (account_id, version, link_id) FROM STDIN"
 
 
@@ -50,11 +66,14 @@ def write_links(session: Session, account_id: int, made: list[LinkRecord]) -> in
     bump = bump.values(links_version=_ACCOUNTS.c.links_version + len(made)).returning(_ACCOUNTS.c.links_version)
     if session.get_bind().dialect.name == "sqlite":
         last = int(session.execute(bump).scalar_one())  # first: SQLite's transaction begins with a write
-        with _quiet(session):
+        with _quiet(session, account_id):
             conn = session.connection()
             conn.exec_driver_sql(_INSERT_SQLITE, [_sqlite_row(conn.dialect, link) for link in made])
-            session.execute(insert(searchfeed.CHANGES), [_fed(account_id, last, made, n) for n in _kept(last, made)])
+            fed = [tuple(_fed(account_id, last, made, n).values()) for n in _kept(last, made)]
+            conn.exec_driver_sql(_FEED_SQLITE, fed)
     else:
+        if session.execute(text(_SUBSCRIBED.replace("?", ":account")), {"account": account_id}).first() is None:
+            session.execute(_QUIET_PG, {"account": str(account_id)})
         _copy(session, _COPY_LINKS, ([_cell(name, getattr(link, name)) for name in links.COLUMNS] for link in made))
         last = int(session.execute(bump).scalar_one())
         _copy(session, _COPY_FEED, (_fed(account_id, last, made, n).values() for n in _kept(last, made)))
@@ -73,12 +92,17 @@ def _fed(account_id: int, last: int, made: list[LinkRecord], n: int) -> dict[str
 
 
 @contextmanager
-def _quiet(session: Session) -> Iterator[None]:
+def _quiet(session: Session, account_id: int) -> Iterator[None]:
     """SQLite's per-row triggers of a create (migrations 0004 and 0005: a feed row and a version bump for each link,
     three quarters of a row's cost) dropped for the statements inside, and made again as they were, all in the
-    transaction: no other connection ever sees them gone (SQLite's DDL is transactional; an error undoes it)."""
+    transaction: no other connection ever sees them gone (SQLite's DDL is transactional; an error undoes it). The
+    webhook trigger (0015, made again by 0016 and 0018) goes too when no endpoint of the account wants link.created:
+    it would write nothing for any of the links, and none can be added meanwhile (the transaction holds SQLite's one
+    write lock since its first statement). Otherwise it stays, and writes each link's messages."""
     conn = session.connection()
-    found = conn.exec_driver_sql(_TRIGGERS).all()
+    found = list(conn.exec_driver_sql(_TRIGGERS).all())
+    if conn.exec_driver_sql(_SUBSCRIBED, (account_id,)).first() is None:
+        found += conn.exec_driver_sql(_WEBHOOK_TRIGGER).all()
     for name, _ in found:
         conn.exec_driver_sql(f'DROP TRIGGER "{name}"')
     yield
@@ -90,12 +114,15 @@ def _sqlite_row(dialect: Dialect, link: LinkRecord) -> tuple[Any, ...]:
     """The link's values as the driver takes them, each through its column type's own conversion (what SQLAlchemy
     would do per row, at a fraction of its bookkeeping)."""
     pairs = zip(_converters(dialect), _VALUES(link), strict=True)
-    return tuple([convert(value) if convert else value for convert, value in pairs])
+    return tuple([none if value is None else convert(value) if convert else value for (convert, none), value in pairs])
 
 
 @functools.cache
-def _converters(dialect: Dialect) -> tuple[Callable[[Any], Any] | None, ...]:
-    return tuple(_LINKS.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in links.COLUMNS)
+def _converters(dialect: Dialect) -> tuple[tuple[Callable[[Any], Any] | None, Any], ...]:
+    """Each column's conversion, and what it makes of None (worked out once: most of an imported link's columns are
+    None, and a JSON column's is its JSON text `null`)."""
+    found = [_LINKS.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in links.COLUMNS]
+    return tuple((convert, convert(None) if convert else None) for convert in found)
 
 
 def _cell(name: str, value: Any) -> Any:
