@@ -106,11 +106,12 @@ def _fetch(session: Session, stmt: Any) -> list[Any]:
         return list(cursor.execute(compiled.string, compiled.params).fetchall())
 
 
-def _covering(first: date, last: date, closed: bool = False) -> tuple[dict[int, int], dict[int, int]]:
+def _covering(first: date, last: date) -> tuple[dict[int, int], dict[int, int]]:
     """The month and day cubes (with their weights) that add up to the period: whole months, and for a month the
     period only partly covers, its days inside the period, or the month less its days outside it, whichever reads
-    fewer rows (so at most 15 day cubes each side). With `closed` (what `analytics.cache` keeps) a month that ends
-    after `last` is read as days: its cube still changes."""
+    fewer rows (so at most 15 day cubes each side). A month less its days after `last`, read in one statement, is
+    what its days up to `last` were then, however the month's later days change it afterwards (what
+    `analytics.cache` relies on: it keeps the sum of closed days of a month still under way)."""
     months: dict[int, int] = {}
     days: dict[int, int] = {}
     for m in range(month_index(first), month_index(last) + 1):
@@ -118,7 +119,7 @@ def _covering(first: date, last: date, closed: bool = False) -> tuple[dict[int, 
         inside = [start + timedelta(days=i) for i in range((end - start).days + 1)]
         outside = [d for d in inside if not first <= d <= last]
         inside = [d for d in inside if first <= d <= last]
-        if len(outside) + 1 < len(inside) and not (closed and end > last):
+        if len(outside) + 1 < len(inside):
             months[m] = 1
             days.update((epoch_day(d), -1) for d in outside)
         else:
@@ -136,11 +137,9 @@ def _weight(level: int, bucket: int, months: dict[int, int], days: dict[int, int
     return months[bucket] if level == MONTH else days[bucket]
 
 
-def link_count_rows(
-    session: Session, view: View, first: date, last: date, closed: bool = False
-) -> list[tuple[int, bytes]]:
+def link_count_rows(session: Session, view: View, first: date, last: date) -> list[tuple[int, bytes]]:
     """Per-link click counts of the view over the period: (weight, links column) rows."""
-    months, days = _covering(first, last, closed)
+    months, days = _covering(first, last)
     stmt = select(ClickCube.level, ClickCube.bucket, ClickCube.links).where(
         ClickCube.account_id == view.account_id,
         ClickCube.scope == view.scope,
@@ -150,12 +149,10 @@ def link_count_rows(
     return [(_weight(lv, b, months, days), links) for lv, b, links in _fetch(session, stmt) if links is not None]
 
 
-def link_rows(
-    session: Session, account_id: int, links: list[str], first: date, last: date, closed: bool = False
-) -> dict[str, list[Any]]:
+def link_rows(session: Session, account_id: int, links: list[str], first: date, last: date) -> dict[str, list[Any]]:
     """Each link's own cubes adding up to the period (`_covering`), as day rows for `_core.analyse` (whose per-day
     series then means nothing: only totals are read from them)."""
-    months, days = _covering(first, last, closed)
+    months, days = _covering(first, last)
     stmt = select(ClickCube.scope, ClickCube.level, ClickCube.bucket, ClickCube.cube).where(
         ClickCube.account_id == account_id, ClickCube.scope.in_(links), _in_cover(months, days)
     )

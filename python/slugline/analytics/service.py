@@ -204,7 +204,7 @@ def _link_counts(
     key = ("links", view.account_id, view.scope, *closed)
 
     def make() -> tuple[list[tuple[str, int]], dict[str, int]]:
-        ranked = _core.top_links(cubes.link_count_rows(session, view, *closed, closed=True), ALL_LINKS)
+        ranked = _core.top_links(cubes.link_count_rows(session, view, *closed), ALL_LINKS)
         return ranked, dict(ranked)
 
     ranked: list[tuple[str, int]]
@@ -229,22 +229,27 @@ def _filtered_totals(
 ) -> list[tuple[str, int]]:
     """Each link's clicks over the period that fit `filters`, from its own cubes (closed days' from the cache)."""
 
-    def totals(some: list[str], start: date, end: date, closed: bool) -> dict[str, int]:
-        own = cubes.link_rows(session, view.account_id, some, start, end, closed)
-        return {link: int(_core.analyse(rows, filters, False)["total"]) for link, rows in own.items()}
+    def totals(some: list[str], start: date, end: date) -> dict[str, int]:
+        # One call for every link: each link's rows are given its index as their "day", so the per-day series is
+        # the per-link totals (a link without clicks that fit has none), and the core splits the rows over two
+        # threads as it does a long period's.
+        own = cubes.link_rows(session, view.account_id, some, start, end)
+        rows = [(weight, at, cube, u, h) for at, link in enumerate(some) for weight, _, cube, u, h in own[link]]
+        per_link = _core.analyse(rows, filters, False)["days"]
+        return {link: int(per_link.get(at, 0)) for at, link in enumerate(some)}
 
     closed = kept.closed(first, last) if kept else None
     if kept is None or closed is None:
-        return list(totals(links, first, last, False).items())
+        return list(totals(links, first, last).items())
     keys = {link: ("filtered", view.account_id, link, *closed, tuple(sorted(filters.items()))) for link in links}
     found = {link: kept.cache.get(key, kept.epoch) for link, key in keys.items()}
     missing = [link for link, n in found.items() if n is None]
     if missing:
-        for link, n in totals(missing, *closed, True).items():
+        for link, n in totals(missing, *closed).items():
             kept.cache.put(keys[link], kept.epoch, n)
             found[link] = n
     if closed[1] < last:
-        for link, n in totals(links, closed[1] + timedelta(days=1), last, False).items():
+        for link, n in totals(links, closed[1] + timedelta(days=1), last).items():
             found[link] = (found[link] or 0) + n
     return [(link, int(n or 0)) for link, n in found.items()]
 
