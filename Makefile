@@ -9,7 +9,7 @@ DIST ?= dist
 UV_VERSION ?= 0.13.9
 export VIRTUAL_ENV := $(abspath $(VENV))
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
-LINTED := python tests benches migrations docs/hooks
+LINTED := python tests benches migrations docs/hooks tools
 
 .PHONY: deps build serve test lint lint-python lint-rust test-rust test-python test-lowest bench bench-http sdist \
 	wheel wheel-manylinux wheel-musllinux clean

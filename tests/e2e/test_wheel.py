@@ -25,9 +25,11 @@ TOOLS = Path(sys.executable).parent  # uv, auditwheel: `make` installs them besi
 PYTHONS = ("3.11", "3.12", "3.13")
 MIGRATIONS = sorted(p.name for p in (ROOT / "migrations" / "versions").glob("*.py"))
 SDIST_HAS = """pyproject.toml Cargo.toml Cargo.lock LICENSE README.md rust_core/lib.rs rust_core/build.rs
-    python/slugline/__init__.py python/slugline/_core.pyi migrations/env.py migrations/script.py.mako"""
+    python/slugline/__init__.py python/slugline/_core.pyi migrations/env.py migrations/script.py.mako
+    python/slugline/dashboard/world-110m.json"""
 WHEEL_HAS = """slugline/_core.abi3.so slugline/_core.pyi slugline/py.typed slugline/__main__.py
-    slugline/migrations/env.py slugline/migrations/script.py.mako slugline/api/static/docs.js"""
+    slugline/migrations/env.py slugline/migrations/script.py.mako slugline/api/static/docs.js
+    slugline/dashboard/world-110m.json"""
 
 # Building the wheel takes about a minute the first time; the tests share it.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
