@@ -1,6 +1,6 @@
 """Countries and cities end to end: clicks placed by a test GeoIP database (IPv4 and IPv6) and by a trusted proxy's
-country header show in GET /analytics, a link's analytics, MCP get_analytics and the dashboard; `country=` filters
-every figure; an untrusted caller's header is ignored."""
+country header show in GET /analytics, a link's analytics, MCP get_analytics and the dashboard (a table with flags
+and a world map); `country=` filters every figure; an untrusted caller's header is ignored."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 from starlette.testclient import TestClient
 
 from slugline.accounts import service as accounts
@@ -95,3 +96,45 @@ def test_the_dashboard_shows_countries_with_flags(
     assert 'id="t-countries"' in page and 'id="t-cities"' in page
     assert "🇩🇪" in client.get(f"/app/links/{link_id}").text
     assert "🇩🇪" not in client.get("/app/analytics?country=FR").text.split('id="t-countries"')[1]
+
+
+def _map_shades(page: str) -> dict[str, tuple[str, str | None]]:
+    """Each country on the page's map: (its shade class, the link around it)."""
+    tree = LexborHTMLParser(page)
+    assert tree.css_first("figure.world-map svg[role=img]") is not None
+    out = {}
+    for path in tree.css("figure.world-map path"):
+        parent = path.parent
+        href = parent.attributes.get("href") if parent is not None and parent.tag == "a" else None
+        out[path.attributes["data-country"] or ""] = (path.attributes["class"] or "", href)
+    return out
+
+
+def test_the_dashboard_draws_the_countries_on_a_world_map(
+    client: TestClient, runtime: Runtime, make_client: ClientFactory, tmp_path: Path
+) -> None:
+    sign_up(client, "ada")
+    accounts.set_plan(runtime, "ada", "developer")
+    link_id = new_link(client, destination_url="https://example.com/", slug="geo-map")
+    assert "world-map" not in client.get("/app/analytics").text  # no click has a country yet: no map
+    _visits(make_client, tmp_path, "geo-map")
+    end = time.monotonic() + 10
+    while "Italy: 1 click" not in (page := client.get("/app/analytics?days=7").text):  # every click written
+        assert time.monotonic() < end, page
+        time.sleep(0.05)
+    assert '<h2 id="t-map">Clicks by country</h2>' in page and 'href="#t-countries"' in page
+    assert 'aria-labelledby="world-map-title"' in page and ">Clicks by country: world map</title>" in page
+    shades = _map_shades(page)
+    # FR 3 clicks (the most: darkest), DE and IT 1; JP's header came from an untrusted caller: no country, not drawn.
+    assert shades["FR"] == ("s5", "?days=7&country=FR")
+    assert shades["DE"] == ("s1", "?days=7&country=DE")
+    assert shades["IT"] == ("s1", "?days=7&country=IT")
+    assert shades["JP"] == ("s0", None) and shades["GB"] == ("s0", None)
+    assert "France: 3 clicks" in page and "Japan: no clicks" in page
+
+    french = _map_shades(client.get("/app/analytics?country=FR").text)
+    assert french["FR"] == ("s5", None)  # the filter applied: no link to it
+    assert {code for code, (shade, _) in french.items() if shade != "s0"} == {"FR"}
+    one = _map_shades(client.get(f"/app/links/{link_id}?city=Berlin").text)  # a link's page has it too
+    assert one["DE"] == ("s5", "?city=Berlin&country=DE")
+    assert {code for code, (shade, _) in one.items() if shade != "s0"} == {"DE"}

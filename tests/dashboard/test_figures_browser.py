@@ -25,23 +25,27 @@ AGENTS = [  # two desktop clicks, one mobile
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36",
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Version/17.0 Mobile Safari/604.1",
 ]
+COUNTRIES = ["FR", "FR", "DE"]  # as a trusted proxy's header names them
 CHART = re.compile(r"^Clicks per ")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with served(tmp_path_factory.mktemp("figures"), SLUGLINE_RATE_LIMIT_ANONYMOUS="100000") as running:
+    # The clicks come from this machine, taken for a proxy that names each visitor's country (CF-IPCountry).
+    env = {"SLUGLINE_RATE_LIMIT_ANONYMOUS": "100000", "SLUGLINE_TRUSTED_PROXIES": "127.0.0.1"}
+    with served(tmp_path_factory.mktemp("figures"), **env) as running:
         yield running
 
 
 def clicked_account(page: Page, server: Server) -> date:
-    """An account with one link clicked three times (two desktop, one mobile), on its analytics page once the clicks
-    show; returns the server's today (UTC), the chart's last day."""
+    """An account with one link clicked three times (two desktop from France, one mobile from Germany), on its
+    analytics page once the clicks show; returns the server's today (UTC), the chart's last day."""
     name = sign_up_developer(page, server)
     slug = f"f-{name}"
     create_link(page, server, **{"Destination URL": "https://example.com/figures", "Slug": slug})
-    for agent in AGENTS:
-        assert httpx.get(f"{server.url}/{slug}", headers={"User-Agent": agent}).status_code == 302
+    for agent, country in zip(AGENTS, COUNTRIES, strict=True):
+        headers = {"User-Agent": agent, "CF-IPCountry": country}
+        assert httpx.get(f"{server.url}/{slug}", headers=headers).status_code == 302
 
     def three_clicks() -> str | None:
         page.goto(f"{server.url}/app/analytics")
@@ -112,3 +116,38 @@ def test_the_top_link_opens_its_page_with_the_same_period_and_filters(page: Page
     page.wait_for_url(re.compile(r"/app/links/lnk_\w+\?days=7&interval=week&browser=Safari$"))
     assert re.match(r"Clicks per week of /\S+, last 7 days, browser Safari: 1 click from", chart(page))
     assert page.get_by_role("link", name="Remove filter browser: Safari").is_visible()
+
+
+def test_the_world_map_shades_each_country_and_a_country_filters_the_page(page: Page, server: Server) -> None:
+    clicked_account(page, server)
+    world = page.get_by_role("img", name="Clicks by country: world map", exact=True)
+    assert world.is_visible()
+    box = world.bounding_box()
+    assert box is not None and box["width"] > 900 and 350 < box["height"] < box["width"] / 2  # the page's width
+    described = world.get_attribute("aria-describedby") or ""
+    assert page.locator(f"#{described}").text_content() == (
+        "2 countries shaded by clicks, darker for more, the most from France (2 clicks). "
+        "The Countries table lists every country's clicks."
+    )
+
+    def fill(code: str) -> list[str]:
+        style = "p => [getComputedStyle(p).fill, getComputedStyle(p).fillOpacity]"
+        found: list[str] = page.locator(f'path[data-country="{code}"]').evaluate(style)
+        return found
+
+    accent = page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--accent')").strip()
+    assert accent == "#0b5cad"
+    assert fill("FR") == ["rgb(11, 92, 173)", "1"]  # the most: the accent itself
+    assert fill("DE")[0] == "rgb(11, 92, 173)" and float(fill("DE")[1]) < 0.5  # the fewest: lightest
+    assert fill("GB")[0] != "rgb(11, 92, 173)"  # no clicks: land grey
+    assert page.locator('path[data-country="DE"] title').text_content() == "Germany: 1 click"
+
+    page.get_by_role("link", name="Countries as a table").click()
+    page.wait_for_url(re.compile(r"#t-countries$"))
+    assert page.get_by_role("table", name="Countries").get_by_role("row").count() == 3  # its header, FR and DE
+
+    page.locator('path[data-country="DE"]').click()  # as the table's row for Germany does
+    page.wait_for_url(re.compile(r"country=DE"))
+    assert re.match(r"Clicks per day, last 30 days, country DE: 1 click from ", chart(page))
+    assert page.get_by_role("link", name="Remove filter country: DE").is_visible()
+    assert fill("DE") == ["rgb(11, 92, 173)", "1"] and fill("FR")[0] != "rgb(11, 92, 173)"

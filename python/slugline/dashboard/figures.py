@@ -4,7 +4,7 @@ parameters of `analytics.service.get_analytics`, the links that add or remove on
 Everything is a plain GET: the period, interval and filters live in the query string, so a page can be bookmarked,
 reloaded and shared, and works without script. The form sends its period choice (`days`) and its dates together:
 dates, when filled, win, because they are left blank on a page of the last N days, so filling them is the only way
-they get there; picking a period again on a custom range's page clears them with script (`dashboard-4.js`)."""
+they get there; picking a period again on a custom range's page clears them with script (`dashboard-5.js`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from slugline.common.errors import Invalid, ServiceError
 from slugline.common.inputs import DEFAULT_DAYS, FILTERS, Interval
 from slugline.dashboard.charts import clicks_chart, plural
 from slugline.dashboard.session import PageError, Visitor
+from slugline.dashboard.worldmap import world_map
 
 PERIODS = (7, 30, 90, 365)
 INTERVALS: tuple[str, ...] = get_args(Interval)
@@ -90,6 +91,11 @@ class Figures:
         where = "".join(f", {name} {value}" for name, value in self.filters)
         label = f"Clicks per {stats['interval']}{subject}{period}{where}"
         return clicks_chart(stats["clicks"], label, stats["interval"], (stats["from"], stats["to"]))
+
+    def world_map(self, stats: dict[str, Any]) -> Markup:
+        """The countries breakdown as a map, each country with clicks linking to the page filtered by it, as its row
+        in the Countries table does; empty when no click has a country on the map."""
+        return world_map(stats["countries"], lambda code: self.adding("country", code))
 
 
 async def get_figures(who: Visitor, figures: Figures, link_id: str | None = None) -> tuple[dict[str, Any] | None, str]:
