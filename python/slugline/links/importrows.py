@@ -100,7 +100,7 @@ def _plain(row: dict[str, Any]) -> bool:
     pattern alone accepts, hashtags `check_hashtags` takes, no rules or variants. False only means the row goes
     through `LinkCreate`, which accepts or refuses it (with its message) as a create would: so every row this
     takes, the model would take too (`tests/links/test_import.py` holds both to it)."""
-    if any(row.get(name) is not None for name in _ROUTES):
+    if row.get("rules") is not None or row.get("variants") is not None:
         return False
     slug, url = row.get("slug"), row.get("destination_url")
     if type(slug) is not str or type(url) is not str or "\x00" in slug or _core.slug_error(slug):
