@@ -196,8 +196,7 @@ def _link_counts(
 ) -> list[tuple[str, int]]:
     """The view's `want` most clicked links over the period (and more with pending moves), most clicked first.
     With the cache: every link's clicks over the closed days, kept most clicked first, and the recent days' added
-    to them; a link without recent clicks ranks as it did, so the first `want` + (links clicked lately) of the
-    closed ranking hold every link that can make the top `want`."""
+    to them."""
     closed = kept.closed(first, last) if kept else None
     if kept is None or closed is None:
         return _core.top_links(cubes.link_count_rows(session, view, first, last), want + len(view.moves))
@@ -212,9 +211,14 @@ def _link_counts(
     if closed[1] == last:
         return ranked[:want]
     fresh = _core.top_links(cubes.link_count_rows(session, view, closed[1] + timedelta(days=1), last), ALL_LINKS)
-    counts = dict(ranked[: want + len(fresh)])
+    # A link without recent clicks can make the top only from the closed top `want`: each link past those is beaten
+    # by all of them, closed and now. A link with recent clicks needs at least the closed `want`-th count.
+    counts = dict(ranked[:want])
+    floor = ranked[want - 1][1] if len(ranked) >= want else 0
     for link, n in fresh:
-        counts[link] = by_link.get(link, 0) + n
+        now = by_link.get(link, 0) + n
+        if now >= floor:
+            counts[link] = now
     return sorted(counts.items(), key=lambda c: (-c[1], c[0]))[:want]
 
 
