@@ -127,10 +127,13 @@ def test_link_form_errors_appear_next_to_their_field(page: Page, server: Server)
     described = page.get_by_label("Destination URL").get_attribute("aria-describedby") or ""
     message = page.locator(f"#{described.split()[-1]}").inner_text()
     assert "http(s)" in message
-    assert page.get_by_label("Destination URL").get_attribute("aria-invalid") == "true"
+    field = page.get_by_label("Destination URL")
+    assert field.get_attribute("aria-invalid") == "true"
+    assert field.evaluate("e => e === document.activeElement")  # the first field in error, brought into view
+    assert field.evaluate("e => getComputedStyle(e).borderTopColor") == "rgb(180, 35, 24)"  # --danger, not --line
 
 
-@pytest.mark.parametrize("path", ["/app/links", "/app/analytics", "/app/settings"])
+@pytest.mark.parametrize("path", ["/app/links", "/app/analytics", "/app/settings", "/app/links/new", "/app/webhooks"])
 def test_pages_fit_a_phone_and_start_with_a_skip_link(browser: Browser, server: Server, path: str) -> None:
     with opened(browser, PHONE) as page:
         sign_up_developer(page, server)

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.dashboard.browser import served, sign_up_developer
+from tests.dashboard.browser import PHONE, opened, served, sign_up_developer
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
     from tests.support.server import Server
 
@@ -60,3 +60,19 @@ def test_the_page_previews_the_first_rows_then_reports(page: Page, server: Serve
     assert "slug" in report.locator("tbody").inner_text()
     page.goto(f"{server.url}/app/links?q=shl-3")
     assert "https://example.com/3" in page.content()
+
+
+def test_the_preview_of_a_wide_file_scrolls_in_its_box_on_a_phone(
+    browser: Browser, server: Server, tmp_path: Path
+) -> None:
+    export = tmp_path / "shlink-export.csv"
+    export.write_text(SHLINK)
+    with opened(browser, PHONE) as page:
+        sign_up_developer(page, server)
+        page.goto(f"{server.url}/app/links/import")
+        page.get_by_label("File").set_input_files(str(export))
+        page.locator("#import-preview-table tbody tr").first.wait_for()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # the page: no sideways
+        assert page.locator("#import-preview-table").evaluate(
+            "t => t.parentElement.scrollWidth > t.parentElement.clientWidth"
+        )

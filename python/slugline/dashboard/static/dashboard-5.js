@@ -1,5 +1,5 @@
-// Slugline dashboard: copy buttons, and the period controls kept consistent. Everything works without script; the
-// copy buttons stay hidden without it.
+// Slugline dashboard: copy buttons, the period controls kept consistent, and the focus on a field in error. Everything
+// works without script; the copy buttons stay hidden without it.
 "use strict";
 document.querySelectorAll("button[data-copy]").forEach(function (button) {
   button.hidden = false;
@@ -35,3 +35,9 @@ document.querySelectorAll("form[data-period]").forEach(function (form) {
     if (input) input.addEventListener("input", function () { if (input.value) days.value = ""; });
   });
 });
+// A form sent back with its messages: its first field in error takes the focus, and so comes into view, wherever on
+// a long page it is (the account's deletion, a link's rules).
+(function () {
+  var invalid = document.querySelector('[aria-invalid="true"]');
+  if (invalid) invalid.focus();
+})();
