@@ -83,7 +83,10 @@ def test_a_late_click_on_a_closed_day_and_a_click_today_are_counted_at_once(
     for shape in ({"days": 30}, {"days": 30, "source": "google.com"}):
         assert _get(client, alice, **shape)["total_clicks"] == 3
         assert _get(client, alice, f"/links/{link}/analytics", **shape)["total_clicks"] == 3
-    _record(runtime, [(link, TODAY, CHROME, "google.com")])  # today: read fresh
+    _record(runtime, [(link, TODAY, CHROME, "google.com")])  # today: read fresh, the closed days' answer still good
+    misses = runtime.analytics.misses
+    assert _get(client, alice, days=30)["total_clicks"] == 4
+    assert runtime.analytics.misses == misses
     _record(runtime, [(link, TODAY - 10, CHROME, "google.com")])  # a closed day: the account's epoch moves on
     for shape in ({"days": 30}, {"days": 30, "source": "google.com"}):
         answer = _get(client, alice, **shape)

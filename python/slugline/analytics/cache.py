@@ -16,6 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
@@ -38,19 +39,25 @@ def epoch_of(session: Session, account_id: int) -> int:
     return session.scalar(select(CubeEpoch.epoch).where(CubeEpoch.account_id == account_id)) or 0
 
 
+SAMPLED = 16  # items of a container measured; the rest counted as their average
+
+
 def size_of(value: Any) -> int:
-    """Bytes an entry holds, roughly: containers, and the strings, numbers and tuples in them."""
-    seen = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        seen += sys.getsizeof(item)
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return seen
+    """Bytes an entry holds, roughly: containers, and the strings, numbers and tuples in them. A container's items
+    are alike (a breakdown's rows, every link's clicks): past `SAMPLED` of them the rest are counted as the average
+    of those, so sizing a year's answer over 10,000 links costs microseconds, not the milliseconds of visiting them."""
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        items: list[Any] = [item for pair in islice(value.items(), SAMPLED) for item in pair]
+        count = len(value)
+    elif isinstance(value, list | tuple):
+        items, count = list(value[:SAMPLED]), len(value)
+    else:
+        return size
+    if not count:
+        return size
+    sampled = sum(size_of(item) for item in items)
+    return size + sampled * count // min(count, SAMPLED)
 
 
 class AnswerCache:
