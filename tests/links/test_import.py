@@ -3,6 +3,7 @@ run changes nothing; a slug with another destination is a conflict, changed only
 
 from __future__ import annotations
 
+import csv
 import io
 from datetime import UTC, datetime
 from pathlib import Path
@@ -302,7 +303,7 @@ ROWS_TO_CHECK: list[dict[str, Any]] = [
 
 def test_a_row_checked_without_the_model_is_one_the_model_takes_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     """The import's quick check of a plain row (`importrows._plain`) takes only rows `LinkCreate` takes, and answers
-    as checking every row with the model does: the same rows out, the same problems reported."""
+    as checking every row with the model does: the same rows out, with the same values, the same problems."""
     caller = Caller(account_id=1, username="alice", plan="developer", scope="full", created_at=datetime.now(UTC))
 
     def check() -> tuple[list[Any], dict[str, Any]]:
@@ -311,7 +312,28 @@ def test_a_row_checked_without_the_model_is_one_the_model_takes_as_it_is(monkeyp
         return out, report.answer()
 
     quick = check()
-    plain = [importrows._plain(row) for row in ROWS_TO_CHECK]
+    plain = [importrows._plain(row) is not None for row in ROWS_TO_CHECK]
     assert 10 < plain.count(False) < len(plain) - 5, plain  # both ways are taken
-    monkeypatch.setattr(importrows, "_plain", lambda row: False)
+    monkeypatch.setattr(importrows, "_plain", lambda row: None)
     assert quick == check()
+
+
+@pytest.mark.parametrize("routed", [False, True], ids=["plain", "with-rules"])
+def test_an_imported_link_is_stored_as_a_create_stores_it(
+    client: TestClient, runtime: Runtime, alice: Account, routed: bool
+) -> None:
+    """Hashtags lowercased, without '#' and de-duplicated, the destination without surrounding spaces: what a create
+    of the same fields stores, whichever way the row was checked (a row with rules goes through the model)."""
+    row: dict[str, Any] = {"slug": "norm", "destination_url": " https://example.com/x ", "hashtags": "News #news #Été"}
+    if routed:
+        row["rules"] = '[{"if": {"device": ["mobile"]}, "to": "https://example.com/m"}]'
+    out = io.StringIO()
+    csv.writer(out).writerows([list(row), list(row.values())])
+    report = run_import(runtime, "alice", out.getvalue().encode(), "csv")
+    assert report["created"] == 1, report
+    tags = ["News", "#news", "#Été"]
+    made = create(client, alice, slug="made", destination_url=row["destination_url"], hashtags=tags)
+    assert made.status_code == 201, made.text
+    imported = client.get(LINKS, params={"q": "norm"}, headers=alice.auth()).json()["data"][0]
+    assert (imported["hashtags"], imported["destination_url"]) == (["news", "été"], "https://example.com/x")
+    assert (made.json()["hashtags"], made.json()["destination_url"]) == (imported["hashtags"], "https://example.com/x")
