@@ -113,23 +113,23 @@ def _quiet(session: Session, account_id: int) -> Iterator[None]:
 def _sqlite_row(dialect: Dialect, link: LinkRecord) -> tuple[Any, ...]:
     """The link's values as the driver takes them, each through its column type's own conversion (what SQLAlchemy
     would do per row, at a fraction of its bookkeeping)."""
-    pairs = zip(_converters(dialect), _VALUES(link), strict=True)
-    return tuple([none if value is None else convert(value) if convert else value for (convert, none), value in pairs])
+    values = list(_VALUES(link))
+    for at, convert, none in _converters(dialect):
+        value = values[at]
+        values[at] = none if value is None else convert(value)
+    return tuple(values)
 
 
 @functools.cache
-def _converters(dialect: Dialect) -> tuple[tuple[Callable[[Any], Any] | None, Any], ...]:
-    """Each column's conversion, and what it makes of None (worked out once: most of an imported link's columns are
-    None, and a JSON column's is its JSON text `null`)."""
-    found: list[Callable[[Any], Any] | None] = [
-        _LINKS.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in links.COLUMNS
-    ]
-    pairs = [(convert, convert(None) if convert else None) for convert in found]
-    at = links.COLUMNS.index("hashtags")
-    tags = found[at]
-    if tags is not None:
-        pairs[at] = (_by_tags(tags), pairs[at][1])
-    return tuple(pairs)
+def _converters(dialect: Dialect) -> tuple[tuple[int, Callable[[Any], Any], Any], ...]:
+    """(position, conversion, what it makes of None) of each column that has a conversion (worked out once: most
+    columns have none, most of an imported link's values are None, and a JSON column's None is its JSON text `null`)."""
+    found: list[tuple[int, Callable[[Any], Any], Any]] = []
+    for at, name in enumerate(links.COLUMNS):
+        convert = _LINKS.c[name].type.dialect_impl(dialect).bind_processor(dialect)
+        if convert is not None:
+            found.append((at, _by_tags(convert) if name == "hashtags" else convert, convert(None)))
+    return tuple(found)
 
 
 def _by_tags(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
