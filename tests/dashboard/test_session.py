@@ -124,7 +124,7 @@ def test_dashboard_paths_pass_the_redirect_layer_and_slugs_still_redirect(owner:
     res = owner.get("/fast", follow_redirects=False)
     assert (res.status_code, res.headers["location"]) == (302, "https://example.com/fast")
     assert owner.get("/app", follow_redirects=False).headers["location"] == "/app/"  # a reserved word, not a slug
-    assert owner.get("/app/static/dashboard-5.css").headers["content-type"].startswith("text/css")
+    assert owner.get("/app/static/dashboard-6.css").headers["content-type"].startswith("text/css")
 
 
 @SQLITE_ONLY

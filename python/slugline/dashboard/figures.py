@@ -4,7 +4,7 @@ parameters of `analytics.service.get_analytics`, the links that add or remove on
 Everything is a plain GET: the period, interval and filters live in the query string, so a page can be bookmarked,
 reloaded and shared, and works without script. The form sends its period choice (`days`) and its dates together:
 dates, when filled, win, because they are left blank on a page of the last N days, so filling them is the only way
-they get there; picking a period again on a custom range's page clears them with script (`dashboard-5.js`)."""
+they get there; picking a period again on a custom range's page clears them with script (`dashboard-6.js`)."""
 
 from __future__ import annotations
 

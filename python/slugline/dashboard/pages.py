@@ -16,7 +16,7 @@ from slugline.common.errors import BadRequest
 from slugline.dashboard.session import CSRF_FIELD, Visitor, runtime, set_presession
 from slugline.web.request import gather, header
 
-STATIC_VERSION = "5"  # in the asset names: a new version is a new name, so a cached old asset is never used
+STATIC_VERSION = "6"  # in the asset names: a new version is a new name, so a cached old asset is never used
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
