@@ -4,7 +4,7 @@ Every function raises :class:`CoreError` (a ``ValueError``) for invalid input, a
 (a ``RuntimeError``, never a ``ValueError``) for a bug inside the core; wrong argument types raise ``TypeError``.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias, final, overload
 
 _KeyKind: TypeAlias = Literal["full", "public", "session"]
@@ -392,15 +392,18 @@ class BatchCubes:
         clicks: list[tuple[str, float, str, str, str, str, str | None, str]],
         owners: dict[str, tuple[int, bool]],
         views: bool = True,
+        details: Sequence[tuple[str | None, str | None, int | None]] | None = None,
     ) -> BatchCubes:
         """The cubes of clicks read back from the click log: (link id, unix time, device, browser, os, source,
-        referrer host or None, visitor hash); without ``views``, only the links' own cubes."""
+        referrer host or None, visitor hash); without ``views``, only the links' own cubes. ``details`` holds each
+        click's (country, city, variant index), each None if unknown; without it none is known."""
 
     def keys(self) -> list[_CubeKey]:
         """The rows this batch touches, sorted."""
 
-    def merged(self, stored: list[_StoredCube]) -> list[_NewCube]:
-        """The rows to write: the stored ones given (any of ``keys``) with this batch merged in, and new ones."""
+    def merged(self, stored: list[_StoredCube], weight: int = 1) -> list[_NewCube]:
+        """The rows to write: the stored ones given (any of ``keys``) with this batch merged in, and new ones; with
+        ``weight`` -1 this batch is taken out of them instead (a migration recounting clicks already counted)."""
 
 def move_link(
     link_id: str,
@@ -426,8 +429,9 @@ def analyse(
     rows: list[tuple[int, int, bytes, bytes | None, bytes | None]], filters: dict[str, str], hours: bool
 ) -> dict[str, Any]:
     """Clicks, visitors and breakdowns of stored day rows ``(weight, epoch day, cube, uniques, hours)`` whose
-    clicks fit every filter (dimension -> value): ``{total, visitors, days: {day: n}, hours: {hour: n},
-    breakdowns: {dimension: [(value, n)] most first}}``."""
+    clicks fit every filter (dimension -> value; ``variant`` is an index in decimal): ``{total, visitors,
+    days: {day: n}, hours: {hour: n}, breakdowns: {dimension: [(value, n)] most first}, variant_visitors:
+    {index: visitors}}``."""
 
 def top_links(rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
     """The ``n`` most clicked links over stored per-link counts ``(weight, links)``."""

@@ -4,7 +4,7 @@
 //! per-link counts or the sketches. `uniques` is one section per mask, each prefixed with its length, so a
 //! reader skips the masks it does not use.
 
-use super::{Cube, Dims, Key, MASKS, NONE};
+use super::{Cube, Dims, Key, MASKS, NONE, NO_VARIANT};
 use crate::codec::{CodecError, Reader, Writer};
 use crate::fasthash::IdMap;
 use crate::hll::Hll;
@@ -12,7 +12,8 @@ use crate::rollup::intern::Interner;
 use crate::useragent::Device;
 
 /// Version 2 adds each combination's country and city; version 1 cubes (written before) read as unknown places.
-const VERSION: u8 = 2;
+/// Version 3 adds its variant (a byte after the city); cubes written before read as clicks without a variant.
+const VERSION: u8 = 3;
 /// Visitor counts are kept in sixteenths: estimates past the exact range have fractions, which only matter summed.
 pub const VISITOR_SCALE: f64 = 16.0;
 /// Bound on any count read back: a cube never holds more entries than this.
@@ -59,6 +60,7 @@ impl Cube {
                     referrer: keep(d.referrer),
                     country: keep(d.country),
                     city: keep(d.city),
+                    variant: d.variant,
                 };
                 (d, new, n)
             })
@@ -76,6 +78,7 @@ impl Cube {
             for s in [new.browser, new.os, new.source, new.referrer, new.country, new.city] {
                 out.uint(id(s));
             }
+            out.byte(new.variant);
             out.int(n);
             for mask in MASKS {
                 position.entry((mask, old.masked(mask))).or_insert(i);
@@ -92,10 +95,10 @@ impl Cube {
         }
     }
 
-    fn order(&self, d: &Dims) -> (u8, [&str; 6]) {
+    fn order(&self, d: &Dims) -> (u8, [&str; 6], u8) {
         let name = |s: u32| if s == NONE { "" } else { self.strings.name(s) };
         let names = [d.browser, d.os, d.source, d.referrer, d.country, d.city].map(name);
-        (d.device, names)
+        (d.device, names, d.variant)
     }
 
     /// The visitors of mask 0 (device, browser, os: what most questions read), kept in the `cube` column, and
@@ -272,7 +275,7 @@ pub type Decoded<'a> = (Vec<&'a str>, Vec<(Dims, i64)>, Vec<(usize, f64)>);
 pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
     let mut r = Reader::new(bytes);
     let version = r.byte()?;
-    if version != VERSION && version != 1 {
+    if !(1..=VERSION).contains(&version) {
         return Err(CodecError::Invalid);
     }
     let n = r.len(MAX_ENTRIES)?;
@@ -299,6 +302,7 @@ pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
             referrer: string(r.uint()?)?,
             country: if version == 1 { NONE } else { string(r.uint()?)? },
             city: if version == 1 { NONE } else { string(r.uint()?)? },
+            variant: if version < 3 { NO_VARIANT } else { r.byte()? },
         };
         combos.push((d, r.int()?));
     }

@@ -1,6 +1,6 @@
 //! What a click batch adds to the cubes, and moving a link's cubes in or out of its account's views.
 
-use super::{Cube, Dims, DAY, MASKS, MONTH, NONE};
+use super::{Cube, Dims, DAY, MASKS, MONTH, NONE, NO_VARIANT};
 use crate::fasthash::IdMap;
 use crate::rollup::ClickBatch;
 use crate::useragent::Device;
@@ -53,6 +53,7 @@ impl Cube {
             referrer: self.intern(parts.referrer),
             country: self.intern(parts.country),
             city: self.intern(parts.city),
+            variant: parts.variant.unwrap_or(NO_VARIANT),
         };
         self.admit(dims)
     }
@@ -93,6 +94,7 @@ struct Parts<'a, 'b> {
     referrer: Option<&'a str>,
     country: Option<&'a str>,
     city: Option<&'a str>,
+    variant: Option<u8>,
 }
 
 /// A click as stored: (link id, unix time, device, browser, os, source, referrer host, visitor hash).
@@ -111,12 +113,15 @@ pub type StoredClick<'a, 'b> = (
 /// The cubes a batch's clicks make, bots and links without an owner left out: each link's day and month,
 /// and the same for its account's views, which also count clicks per link.
 pub fn batch_cubes(batch: &ClickBatch, owners: &IdMap<String, Owner>) -> IdMap<CubeKey, Cube> {
-    let places = batch.places_from(0).map(|[country, _, city]| [country, city]);
-    click_cubes(batch.rows().zip(places), owners, true)
+    let details = batch
+        .places_from(0)
+        .zip(batch.variants_from(0))
+        .map(|([country, _, city], variant)| (country, city, variant));
+    click_cubes(batch.rows().zip(details), owners, true)
 }
 
-/// A click's country and city, each if known.
-pub type ClickPlace<'a> = [Option<&'a str>; 2];
+/// A click's country and city, each if known, and its variant if its link has variants.
+pub type ClickDetails<'a> = (Option<&'a str>, Option<&'a str>, Option<u8>);
 
 /// Where a string lives: equal places hold equal strings, so clicks can be grouped without hashing their text
 /// (a batch's strings are interned: its clicks share them). Equal strings in different places only make more groups.
@@ -125,7 +130,7 @@ fn place(s: &str) -> (usize, usize) {
 }
 
 type Place = (usize, usize);
-/// A group of a batch's clicks: link, day, device, browser, os, source, referrer, country, city.
+/// A group of a batch's clicks: link, day, device, browser, os, source, referrer, country, city, variant.
 type Group = (
     Place,
     i64,
@@ -136,6 +141,7 @@ type Group = (
     Option<Place>,
     Option<Place>,
     Option<Place>,
+    Option<u8>,
 );
 
 /// `batch_cubes` of clicks read back from the click log; without `views`, only the links' own cubes.
@@ -144,13 +150,13 @@ type Group = (
 /// visitor once: a cube is then touched once per group and visitor, not once per click in each of its views
 /// and levels.
 pub fn click_cubes<'a, 'b>(
-    clicks: impl Iterator<Item = (StoredClick<'a, 'b>, ClickPlace<'a>)>,
+    clicks: impl Iterator<Item = (StoredClick<'a, 'b>, ClickDetails<'a>)>,
     owners: &IdMap<String, Owner>,
     views: bool,
 ) -> IdMap<CubeKey, Cube> {
     let mut counts: IdMap<(Group, u8), (Parts<'a, 'b>, &'a str, i64)> = IdMap::default();
     let mut visitors: IdMap<Group, (Parts<'a, 'b>, &'a str, Vec<u32>)> = IdMap::default();
-    for ((link, timestamp, device, browser, os, source, referrer, visitor), [country, city]) in clicks {
+    for ((link, timestamp, device, browser, os, source, referrer, visitor), (country, city, variant)) in clicks {
         let (Some(_), Some(device)) = (owners.get(link), Device::ALL.iter().position(|d| d.name() == device)) else {
             continue;
         };
@@ -170,6 +176,7 @@ pub fn click_cubes<'a, 'b>(
             referrer.map(place),
             country.map(place),
             city.map(place),
+            variant,
         );
         let parts = Parts {
             device,
@@ -179,6 +186,7 @@ pub fn click_cubes<'a, 'b>(
             referrer,
             country,
             city,
+            variant,
         };
         counts.entry((group, hour)).or_insert((parts, link, 0)).2 += 1;
         visitors
@@ -191,6 +199,7 @@ pub fn click_cubes<'a, 'b>(
     for (&((_, day, ..), hour), (parts, link, n)) in &counts {
         for (scope, per_link, account) in scopes(owners, link, views) {
             let counted = per_link.then_some(*link);
+            let parts = &in_view(parts, per_link);
             let key = |level, bucket| (account, scope.to_owned(), level, bucket);
             cubes
                 .entry(key(DAY, day))
@@ -205,11 +214,11 @@ pub fn click_cubes<'a, 'b>(
     for ((_, day, ..), (parts, link, mut seen)) in visitors {
         seen.sort_unstable();
         seen.dedup();
-        for (scope, _, account) in scopes(owners, link, views) {
+        for (scope, per_link, account) in scopes(owners, link, views) {
             cubes
                 .entry((account, scope.to_owned(), DAY, day))
                 .or_default()
-                .visit(&parts, &seen);
+                .visit(&in_view(&parts, per_link), &seen);
         }
     }
     for cube in cubes.values_mut() {
@@ -217,6 +226,14 @@ pub fn click_cubes<'a, 'b>(
         cube.uniques.extend(estimates);
     }
     cubes
+}
+
+/// A click's parts as a view counts them: an account's views keep no variants (`Cube::merge_into_view`).
+fn in_view<'a, 'b>(parts: &Parts<'a, 'b>, account_view: bool) -> Parts<'a, 'b> {
+    Parts {
+        variant: if account_view { None } else { parts.variant },
+        ..*parts
+    }
 }
 
 /// The views a link's clicks count in: (scope, whether per-link counts are kept, account).
@@ -238,7 +255,7 @@ fn scopes<'s>(owners: &IdMap<String, Owner>, link: &'s str, views: bool) -> Vec<
 pub fn compose(parts: &[(String, Cube)], per_link: bool) -> Cube {
     let mut view = Cube::default();
     for (link, cube) in parts {
-        view.merge(cube, 1);
+        view.merge_into_view(cube, 1);
         if per_link && cube.total() > 0 {
             view.links.insert(link.clone(), cube.total());
         }
@@ -248,7 +265,7 @@ pub fn compose(parts: &[(String, Cube)], per_link: bool) -> Cube {
 
 /// Adds (`weight` 1) or takes out (-1) one link's cube into an account view's cube of the same bucket.
 pub fn apply_link(target: &mut Cube, link_cube: &Cube, link_id: &str, weight: i64, per_link: bool) {
-    target.merge(link_cube, weight);
+    target.merge_into_view(link_cube, weight);
     if per_link {
         let n = link_cube.total() * weight;
         let left = target.links.get(link_id).copied().unwrap_or(0) + n;

@@ -22,6 +22,8 @@ pub use blob::Blobs;
 
 /// No string: a click without a referrer host, or a dimension left out of a key.
 pub const NONE: u32 = u32::MAX;
+/// No variant: a click of a link without variants, or one counted before cubes kept variants.
+pub use crate::rollup::NO_VARIANT;
 /// Key masks: which of source (bit 0) and referrer (bit 1) a unique-visitor key keeps.
 pub const MASKS: [u8; 4] = [0, 1, 2, 3];
 /// Combinations a cube keeps apart; past them a new one is kept with its source and referrer host as `OTHER`.
@@ -48,6 +50,9 @@ pub struct Dims {
     /// places a click is part of its visitor hash).
     pub country: u32,
     pub city: u32,
+    /// The link's variant the clicks were sent to (its index; `NO_VARIANT`: none): per visitor too, as the variant
+    /// is drawn from the visitor's keyed hash, the same all day.
+    pub variant: u8,
 }
 
 impl Dims {
@@ -166,6 +171,17 @@ impl Cube {
     /// twice. Taking out subtracts the estimate and drops this side's sketch of the key, which still holds the
     /// visitors taken out: the day's later clicks then add to the lowered figure.
     pub fn merge(&mut self, other: &Cube, weight: i64) {
+        self.merge_as(other, weight, true);
+    }
+
+    /// `merge` of a link's cube into one of its account's views, which keep no variants: a variant is one link's
+    /// (its index means nothing across links), and a visitor may be sent to variant 0 of one link and 1 of another
+    /// the same day, so keys split by variant would count them twice in the view's visitors.
+    pub fn merge_into_view(&mut self, link: &Cube, weight: i64) {
+        self.merge_as(link, weight, false);
+    }
+
+    fn merge_as(&mut self, other: &Cube, weight: i64, variants: bool) {
         let ids: Vec<u32> = (0..other.strings.len() as u32)
             .map(|id| self.strings.intern(other.strings.name(id)))
             .collect();
@@ -177,6 +193,7 @@ impl Cube {
             referrer: remap(&ids, d.referrer),
             country: remap(&ids, d.country),
             city: remap(&ids, d.city),
+            variant: if variants { d.variant } else { NO_VARIANT },
         };
         // Where each of the other's combinations (and the keys projected from it) is counted here.
         let mut placed: IdMap<Dims, Dims> = IdMap::with_capacity_and_hasher(other.combos.len(), Default::default());
@@ -233,7 +250,7 @@ impl Cube {
         *self = Cube::default();
         self.links = links;
         for part in parts {
-            self.merge(part, 1);
+            self.merge_into_view(part, 1);
         }
     }
 
@@ -267,3 +284,5 @@ fn remap(ids: &[u32], id: u32) -> u32 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod variant_tests;

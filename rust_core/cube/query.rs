@@ -2,14 +2,18 @@
 //! against the filters once, then its combinations are summed as integers.
 
 use super::blob::{decode_cube, section, MAX_ENTRIES};
-use super::{Dims, NONE};
+use super::{Dims, NONE, NO_VARIANT};
 use crate::codec::{CodecError, Reader};
 use crate::fasthash::IdMap;
 use crate::useragent::Device;
 use std::collections::HashMap;
 
 /// The dimensions, in the order filters and breakdowns use them.
-pub const DIMENSIONS: [&str; 7] = ["device", "browser", "os", "source", "referrer", "country", "city"];
+pub const DIMENSIONS: [&str; 8] = [
+    "device", "browser", "os", "source", "referrer", "country", "city", "variant",
+];
+/// Where the variant is among `DIMENSIONS`: its values are the variants' indexes, in decimal.
+const VARIANT: usize = 7;
 const N: usize = DIMENSIONS.len();
 
 /// Lowercased values a click's dimensions must equal; `None` lets every value through.
@@ -39,8 +43,12 @@ pub struct Answer {
     pub days: HashMap<i64, i64>,
     /// Clicks per hour since the epoch, when asked for.
     pub hours: HashMap<i64, i64>,
-    /// Clicks per value of each of `DIMENSIONS`; clicks without a referrer (a country, a city) have no entry there.
+    /// Clicks per value of each of `DIMENSIONS`; clicks without a referrer (a country, a city, a variant) have no
+    /// entry there.
     pub breakdowns: [HashMap<String, i64>; N],
+    /// Visitors per variant (by index): a visitor is sent to one variant all day, so a day's variants partition
+    /// its visitors as its devices do.
+    pub variant_visitors: HashMap<u8, f64>,
 }
 
 /// Rows past which a question is answered by two threads, each over half of them: a year's day cubes of a busy
@@ -73,6 +81,9 @@ pub fn analyse(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<
             *mine.entry(value).or_insert(0) += n;
         }
     }
+    for (variant, v) in b.variant_visitors {
+        *a.variant_visitors.entry(variant).or_insert(0.0) += v;
+    }
     Ok(a)
 }
 
@@ -82,6 +93,12 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
     let mut names: HashMap<&str, usize> = HashMap::new();
     let mut totals: Vec<[i64; N]> = Vec::new();
     let mut per_device = [0i64; 5];
+    let mut per_variant = [0i64; 256];
+    let mut variant_visitors = [0f64; 256];
+    // A variant filter names an index; one that is no number matches nothing.
+    let variant_wanted = filters.0[VARIANT]
+        .as_deref()
+        .map(|w| w.parse::<u8>().ok().filter(|&v| v != NO_VARIANT));
     for row in rows {
         let (strings, combos, own) = decode_cube(row.cube)?;
         let global: Vec<usize> = strings
@@ -100,7 +117,7 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
             .iter()
             .map(|s| {
                 let mut fit = [false; N];
-                for (k, wanted) in filters.0.iter().enumerate().skip(1) {
+                for (k, wanted) in filters.0.iter().enumerate().take(VARIANT).skip(1) {
                     fit[k] = wanted
                         .as_deref()
                         .is_some_and(|w| s.eq_ignore_ascii_case(w) || (!s.is_ascii() && s.to_lowercase() == w));
@@ -114,7 +131,8 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
                 .is_none_or(|w| Device::ALL[usize::from(d.device)].name() == w);
             let strings = [NONE, d.browser, d.os, d.source, d.referrer, d.country, d.city];
             device_fits
-                && (1..N).all(|k| filters.0[k].is_none() || (strings[k] != NONE && fits[strings[k] as usize][k]))
+                && variant_wanted.is_none_or(|w| w == Some(d.variant))
+                && (1..VARIANT).all(|k| filters.0[k].is_none() || (strings[k] != NONE && fits[strings[k] as usize][k]))
         };
         let fitting: Vec<bool> = combos.iter().map(|(d, _)| matches(d)).collect();
         let mut day = 0;
@@ -122,6 +140,7 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
             let n = n * row.weight;
             day += n;
             per_device[usize::from(d.device)] += n;
+            per_variant[usize::from(d.variant)] += n;
             for (k, s) in [
                 (1, d.browser),
                 (2, d.os),
@@ -140,14 +159,19 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
             *answer.days.entry(row.day).or_insert(0) += day;
         }
         let mask = filters.mask();
+        let weight = row.weight as f64;
+        let mut add = |at: usize, v: f64| {
+            let variant = combos.get(at).map_or(NO_VARIANT, |c| c.0.variant);
+            variant_visitors[usize::from(variant)] += weight * v;
+        };
         let counted = if mask == 0 {
-            sum_fitting(&own, &fitting)?
+            sum_fitting(&own, &fitting, &mut add)?
         } else if let Some(bytes) = row.uniques {
-            visitors(bytes, mask, &fitting)?
+            visitors(bytes, mask, &fitting, &mut add)?
         } else {
             0.0
         };
-        answer.visitors += row.weight as f64 * counted;
+        answer.visitors += weight * counted;
         if let (true, Some(bytes)) = (want_hours, row.hours) {
             let mut r = Reader::new(bytes);
             for _ in 0..r.len(MAX_ENTRIES)? {
@@ -163,6 +187,12 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
     for (device, &n) in per_device.iter().enumerate().filter(|(_, &n)| n != 0) {
         answer.breakdowns[0].insert(Device::ALL[device].name().to_owned(), n);
     }
+    for (variant, &n) in per_variant.iter().enumerate().take(usize::from(NO_VARIANT)) {
+        if n != 0 {
+            answer.breakdowns[VARIANT].insert(variant.to_string(), n);
+            answer.variant_visitors.insert(variant as u8, variant_visitors[variant]);
+        }
+    }
     for (name, &id) in &names {
         for (k, &n) in totals[id].iter().enumerate().skip(1).filter(|(_, &n)| n != 0) {
             answer.breakdowns[k].insert((*name).to_owned(), n);
@@ -173,11 +203,11 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
 
 /// The visitors of the keys with `mask` whose combination fits: the mask keeps every filtered dimension,
 /// so a key fits exactly when the combination it points at does.
-fn visitors(bytes: &[u8], mask: u8, fitting: &[bool]) -> Result<f64, CodecError> {
+fn visitors(bytes: &[u8], mask: u8, fitting: &[bool], each: &mut impl FnMut(usize, f64)) -> Result<f64, CodecError> {
     let mut r = Reader::new(bytes);
     for m in 1..4 {
         if m == mask {
-            return sum_fitting(&section(&mut r)?, fitting);
+            return sum_fitting(&section(&mut r)?, fitting, each);
         }
         let len = r.len(usize::MAX)?;
         r.take(len)?;
@@ -185,11 +215,17 @@ fn visitors(bytes: &[u8], mask: u8, fitting: &[bool]) -> Result<f64, CodecError>
     Ok(0.0)
 }
 
-fn sum_fitting(entries: &[(usize, f64)], fitting: &[bool]) -> Result<f64, CodecError> {
+/// The visitors of the fitting entries, each also handed to `each` (its combination's position, its visitors).
+fn sum_fitting(
+    entries: &[(usize, f64)],
+    fitting: &[bool],
+    each: &mut impl FnMut(usize, f64),
+) -> Result<f64, CodecError> {
     let mut sum = 0.0;
     for &(at, v) in entries {
         if *fitting.get(at).ok_or(CodecError::Invalid)? {
             sum += v;
+            each(at, v);
         }
     }
     Ok(sum)

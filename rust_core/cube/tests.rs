@@ -100,7 +100,7 @@ fn filters_combine_and_pick_the_visitor_key() {
     let cubes = sample();
     let all = row(&cubes[&(1, ALL.to_owned(), DAY, 0)], 1, 0);
     let filter = |f: [Option<&str>; 5]| {
-        let mut all: [Option<String>; 7] = Default::default();
+        let mut all: [Option<String>; 8] = Default::default();
         for (to, from) in all.iter_mut().zip(f) {
             *to = from.map(str::to_owned);
         }
@@ -191,6 +191,7 @@ fn combinations_of_kept_values_fold_past_their_own_cap() {
                 referrer,
                 country: NONE,
                 city: NONE,
+                variant: NO_VARIANT,
             };
             let here = cube.admit(d);
             *cube.combos.entry(here).or_default() += 1;
@@ -261,7 +262,7 @@ fn countries_and_cities_are_dimensions_and_old_cubes_read_as_unknown_places() {
     let answer = ask(std::slice::from_ref(&all), &Filters::default());
     assert_eq!(answer.breakdowns[5].get("FR"), Some(&2));
     assert_eq!(answer.breakdowns[6].get("Paris"), Some(&1));
-    let mut wanted: [Option<String>; 7] = Default::default();
+    let mut wanted: [Option<String>; 8] = Default::default();
     wanted[5] = Some("fr".to_owned());
     assert_eq!(ask(std::slice::from_ref(&all), &Filters(wanted)).total, 2);
     // A version 1 cube (no places): the same combinations, every place unknown.

@@ -81,6 +81,8 @@ fn owners_of(owners: HashMap<String, (i64, bool)>) -> IdMap<String, Owner> {
 
 /// A click read back: (link id, unix time, device, browser, os, source, referrer host, visitor hash).
 type ClickRow = (String, f64, String, String, String, String, Option<String>, String);
+/// A click's country, city and variant, each if known.
+type DetailRow = (Option<String>, Option<String>, Option<u8>);
 
 /// The cubes one encoded batch adds, by row.
 #[pyclass(name = "BatchCubes", module = "slugline._core", frozen)]
@@ -100,20 +102,28 @@ impl PyBatchCubes {
     }
 
     /// The cubes of clicks read back from the click log: (link id, unix time, device, browser, os, source,
-    /// referrer host or None, visitor hash).
+    /// referrer host or None, visitor hash); `details`, if given, holds each click's (country, city, variant),
+    /// each None if unknown (without it, none is known).
     #[staticmethod]
-    #[pyo3(signature = (clicks, owners, views = true))]
+    #[pyo3(signature = (clicks, owners, views = true, details = None))]
     fn from_clicks(
         py: Python<'_>,
         clicks: Vec<ClickRow>,
         owners: HashMap<String, (i64, bool)>,
         views: bool,
+        details: Option<Vec<DetailRow>>,
     ) -> PyResult<Self> {
+        if details.as_ref().is_some_and(|d| d.len() != clicks.len()) {
+            return Err(core_error("details must hold one entry per click".to_owned()));
+        }
         let owners = owners_of(owners);
         let cubes = detached(py, || {
-            let rows = clicks
-                .iter()
-                .map(|(l, t, d, b, o, s, r, v)| ((&**l, *t, &**d, &**b, &**o, &**s, r.as_deref(), &**v), [None, None]));
+            let unknown = (None, None, None);
+            let rows = clicks.iter().enumerate().map(|(i, (l, t, d, b, o, s, r, v))| {
+                let (country, city, variant) = details.as_ref().map_or(&unknown, |all| &all[i]);
+                let click = (&**l, *t, &**d, &**b, &**o, &**s, r.as_deref(), &**v);
+                (click, (country.as_deref(), city.as_deref(), *variant))
+            });
             Ok::<_, CodecError>(click_cubes(rows, &owners, views))
         })?;
         Ok(PyBatchCubes { cubes })
@@ -126,8 +136,13 @@ impl PyBatchCubes {
         keys
     }
 
-    /// The rows to write: each stored row given (any of `keys`) with this batch merged in, and new ones.
-    fn merged<'py>(&self, py: Python<'py>, stored: Vec<StoredRow>) -> PyResult<Vec<NewRow<'py>>> {
+    /// The rows to write: each stored row given (any of `keys`) with this batch merged in, and new ones; with
+    /// `weight` -1, this batch taken out of them instead (a migration recounting clicks already counted).
+    #[pyo3(signature = (stored, weight = 1))]
+    fn merged<'py>(&self, py: Python<'py>, stored: Vec<StoredRow>, weight: i64) -> PyResult<Vec<NewRow<'py>>> {
+        if weight != 1 && weight != -1 {
+            return Err(core_error(format!("weight must be 1 or -1, got {weight}")));
+        }
         let rows = detached(py, || -> Result<Vec<(CubeKey, Blobs)>, CodecError> {
             let mut by_key: IdMap<CubeKey, &StoredRow> = IdMap::default();
             for row in &stored {
@@ -139,7 +154,7 @@ impl PyBatchCubes {
                     Some(row) => decode(row)?,
                     None => Cube::default(),
                 };
-                cube.merge(delta, 1);
+                cube.merge(delta, weight);
                 out.push((key.clone(), cube.encode()));
             }
             out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -280,6 +295,7 @@ pub fn analyse<'py>(
             breakdowns.set_item(name, ranked)?;
         }
         out.set_item("breakdowns", breakdowns)?;
+        out.set_item("variant_visitors", answer.variant_visitors)?;
         Ok(out)
     })
 }

@@ -343,33 +343,56 @@ StoredClick = tuple[str, float, str, str, str, str, str | None, str]  # link, ti
 DIMENSIONS = ("device", "browser", "os", "source", "referrer")
 
 
-def analyse(clicks: Iterable[StoredClick], filters: dict[str, str]) -> dict[str, Any]:
+def analyse(
+    clicks: Iterable[StoredClick], filters: dict[str, str], variants: Iterable[int | None] | None = None
+) -> dict[str, Any]:
     """What `_core.analyse` answers over the cubes of `clicks`: bots left out, every filter (lowercased) holding;
     visitors are the distinct (day, visitor hash) pairs, which the cubes count exactly while a day has at most
-    1,024 of them in a key."""
-    kept = [
-        c
-        for c in clicks
-        if c[2] != "bot"
-        and all(
-            (value := dict(zip(DIMENSIONS, c[2:7], strict=True))[name]) is not None and value.lower() == wanted
+    1,024 of them in a key. `variants`, if given, holds each click's variant (a link's cubes keep them, an account
+    view's do not): a `variant` filter then names one by its index, and each variant gets its clicks and visitors."""
+    given = list(clicks)
+    paired = list(zip(given, variants if variants is not None else [None] * len(given), strict=True))
+
+    def fits(c: StoredClick, variant: int | None) -> bool:
+        values = dict(zip(DIMENSIONS, c[2:7], strict=True))
+        if "variant" in filters and str(variant) != filters["variant"]:
+            return False
+        return all(
+            (value := values[name]) is not None and value.lower() == wanted
             for name, wanted in filters.items()
+            if name != "variant"
         )
-    ]
+
+    kept_pairs = [(c, v) for c, v in paired if c[2] != "bot" and fits(c, v)]
+    kept = [c for c, _ in kept_pairs]
     breakdowns = {name: Counter[str]() for name in DIMENSIONS}
     for c in kept:
         for name, value in zip(DIMENSIONS, c[2:7], strict=True):
             if value is not None:
                 breakdowns[name][value] += 1
+    per_variant: dict[int, list[StoredClick]] = {}
+    for c, variant in kept_pairs:
+        if variant is not None:
+            per_variant.setdefault(variant, []).append(c)
     return {
         "total": len(kept),
-        "visitors": float(len({(math.floor(c[1] / 86400), c[7]) for c in kept})),
+        "visitors": _visitors(kept),
         "days": dict(Counter(math.floor(c[1] / 86400) for c in kept)),
         "hours": dict(Counter(math.floor(c[1] / 3600) for c in kept)),
         "breakdowns": {
-            **{name: sorted(counts.items(), key=lambda c: (-c[1], c[0])) for name, counts in breakdowns.items()},
+            **{name: _ranked(counts) for name, counts in breakdowns.items()},
             # Clicks given as `StoredClick`s carry no place (`BatchCubes.from_clicks`): no country, no city.
             "country": [],
             "city": [],
+            "variant": _ranked(Counter({str(v): len(cs) for v, cs in per_variant.items()})),
         },
+        "variant_visitors": {v: _visitors(cs) for v, cs in per_variant.items()},
     }
+
+
+def _visitors(clicks: list[StoredClick]) -> float:
+    return float(len({(math.floor(c[1] / 86400), c[7]) for c in clicks}))
+
+
+def _ranked(counts: Counter[str]) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda c: (-c[1], c[0]))
