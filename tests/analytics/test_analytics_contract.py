@@ -21,7 +21,7 @@ HOUR = "%Y-%m-%dT%H:00:00Z"
 ANSWER = {
     *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer", "total_clicks"),
     *("unique_visitors", "clicks", "devices", "browsers", "operating_systems", "sources", "referrers", "top_links"),
-    *("country", "city", "countries", "cities", "variants"),
+    *("country", "city", "variant", "countries", "cities", "variants"),
 }
 VISITS = [  # user agent, referrer, query: desktop 3, mobile 1, tablet 1; each agent one visitor
     (CHROME, NEWS, ""),

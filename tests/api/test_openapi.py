@@ -159,7 +159,8 @@ def test_analytics_parameters_and_answer_are_documented(client: TestClient) -> N
         assert op["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": analytics}, path
         params = {p["name"]: p["schema"] for p in op["parameters"] if p["in"] == "query"}
         assert set(params) == {
-            *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer", "country", "city")
+            *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer", "country", "city"),
+            "variant",
         }
         assert (params["interval"]["enum"], params["interval"]["default"]) == (["hour", "day", "week", "month"], "day")
         [device] = [branch for branch in params["device"]["anyOf"] if branch.get("type") != "null"]
@@ -173,8 +174,9 @@ def test_analytics_parameters_and_answer_are_documented(client: TestClient) -> N
     assert set(answer["required"]) == {
         *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer"),
         *("total_clicks", "unique_visitors", "clicks", "devices", "browsers", "operating_systems"),
-        *("sources", "referrers", "top_links", "country", "city", "countries", "cities", "variants"),
+        *("sources", "referrers", "top_links", "country", "city", "variant", "countries", "cities", "variants"),
     }
+    assert set(schemas["VariantClicks"]["required"]) == {"variant", "to", "weight", "clicks", "unique_visitors"}
     assert answer["properties"]["interval"]["enum"] == ["hour", "day", "week", "month"]
     for field, item, key in (
         ("devices", "DeviceClicks", "device"),
@@ -201,7 +203,8 @@ def test_click_exports_are_documented_as_files(client: TestClient) -> None:
         assert "Content-Disposition" in ok["headers"], path
         params = {p["name"]: p["schema"] for p in op["parameters"] if p["in"] == "query"}
         assert set(params) == {
-            *("days", "from", "to", "format", "source", "device", "browser", "os", "referrer", "country", "city")
+            *("days", "from", "to", "format", "source", "device", "browser", "os", "referrer", "country", "city"),
+            "variant",
         }
         assert (params["format"]["enum"], params["format"]["default"]) == (["csv", "ndjson"], "csv"), path
         assert op["security"] == [{"bearerAuth": []}], path

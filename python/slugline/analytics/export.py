@@ -106,7 +106,10 @@ def _visible_link(rt: Runtime, caller: Caller, link_id: str) -> str:
 def _statement(caller: Caller, params: ExportParams, link_id: str | None) -> Select[*tuple[Any, ...]]:
     """Every row the export may send, in order; each chunk adds its window, its keyset and its limit."""
     conds = [*visible(caller)]  # checked again by every chunk: a link hidden meanwhile stops being sent
-    conds += [func.lower(getattr(Click, name)) == value for name, value in params.filters().items()]
+    conds += [
+        Click.variant == int(value) if name == "variant" else func.lower(getattr(Click, name)) == value
+        for name, value in params.filters().items()
+    ]
     if link_id is not None:
         conds.append(Click.link_id == link_id)
     columns = (Click.clicked_at, Click.id, Click.link_id, Link.slug, Click.device, Click.browser, Click.os)

@@ -4,7 +4,8 @@ Figures come from the roll-up cubes the click writer keeps (`slugline.analytics.
 leave bots out: a period's answer reads at most 365 day cubes and 72 per-link count rows, whatever the traffic.
 Unique visitors are the sum over the period's days of each day's distinct visitor hashes (the hash's salt changes
 daily, so nobody can be followed from one day to the next), counted exactly up to 1,024 a day and by a HyperLogLog
-sketch above that (standard error 1.6%).
+sketch above that (standard error 1.6%). A link with variants (an A/B split) also gets its figures per variant, from
+the same cubes (`slugline.analytics.variants`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from sqlalchemy.orm import Session
 from slugline import _core
 from slugline.analytics import cache, cubes
 from slugline.analytics.cache import AnswerCache
-from slugline.analytics.variants import variant_clicks
+from slugline.analytics.variants import variant_figures
 from slugline.common.caller import Caller
 from slugline.common.clock import isoformat
+from slugline.common.errors import Invalid
 from slugline.common.inputs import AnalyticsParams, PageParams
 from slugline.common.models import Click, Link
 from slugline.common.paging import pagination
@@ -88,6 +90,8 @@ def analytics_on_thread(
         first, last = params.period()
         filters = params.filters()
         if link_id is None:
+            if "variant" in filters:  # an index means nothing across links: the account's cubes keep no variants
+                raise Invalid("variant filters one link's analytics only (the link's variants are its own)")
             view = cubes.account_view(session, caller)
         # Closed days come from this worker's cache while the account's epoch stays (read before any cube); with
         # cube moves pending, everything is read.
@@ -96,7 +100,7 @@ def analytics_on_thread(
         split = None
         if link_id is not None:
             top = [(link.id, link.slug, link.title, answer["total"])] if answer["total"] > 0 else []
-            split = variant_clicks(session, link, first, last)
+            split = variant_figures(link, answer)
         else:
             top = _top_links(session, caller, view, first, last, filters, kept)
     total = int(answer["total"])
@@ -106,6 +110,7 @@ def analytics_on_thread(
         "to": last.isoformat(),
         "interval": params.interval,
         **{name: filters.get(name) for name in ("source", "device", "browser", "os", "referrer", "city")},
+        "variant": int(filters["variant"]) if "variant" in filters else None,
         "country": filters["country"].upper() if "country" in filters else None,
         "total_clicks": total,
         "unique_visitors": round(answer["visitors"]),
@@ -185,6 +190,10 @@ def _merged(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "days": {**a["days"], **b["days"]},
         "hours": {**a["hours"], **b["hours"]},
         "breakdowns": breakdowns,
+        "variant_visitors": {
+            v: a["variant_visitors"].get(v, 0.0) + b["variant_visitors"].get(v, 0.0)
+            for v in {*a["variant_visitors"], *b["variant_visitors"]}
+        },
     }
 
 

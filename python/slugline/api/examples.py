@@ -76,6 +76,7 @@ ANALYTICS = {
     "referrer": None,
     "country": None,
     "city": None,
+    "variant": None,
     "total_clicks": 42,
     "unique_visitors": 30,
     "clicks": [{"date": "2026-11-20", "clicks": 12}, {"date": "2026-11-21", "clicks": 30}],
@@ -175,8 +176,20 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
         {
             **ANALYTICS,
             "variants": [
-                {"variant": 0, "to": "https://doc.rust-lang.org/book/", "weight": 80, "clicks": 33},
-                {"variant": 1, "to": "https://rust-book.cs.brown.edu/", "weight": 20, "clicks": 9},
+                {
+                    "variant": 0,
+                    "to": "https://doc.rust-lang.org/book/",
+                    "weight": 80,
+                    "clicks": 33,
+                    "unique_visitors": 24,
+                },
+                {
+                    "variant": 1,
+                    "to": "https://rust-book.cs.brown.edu/",
+                    "weight": 20,
+                    "clicks": 9,
+                    "unique_visitors": 6,
+                },
             ],
         },
     ),

@@ -596,14 +596,22 @@ class ClickFilters(_Strict):
     city: str | None = Field(
         default=None, max_length=MAX_PLACE, description="Only clicks from this city, as the GeoIP database names it"
     )
+    variant: int | None = Field(
+        default=None,
+        ge=0,
+        lt=MAX_VARIANTS,
+        description="Only clicks sent to this variant of a link's A/B split (its index in the link's `variants`, "
+        "from 0); refused by the account's analytics, whose roll-ups keep no variants",
+    )
 
     def filters(self) -> dict[str, str]:
-        """The filters given, lowercased and stripped, empty ones left out."""
+        """The filters given, lowercased and stripped, empty ones left out; a variant as its index in decimal."""
         given = {name: getattr(self, name) for name in FILTERS}
-        return {name: value.strip().lower() for name, value in given.items() if value and value.strip()}
+        shown = {name: str(value).strip().lower() for name, value in given.items() if value is not None}
+        return {name: value for name, value in shown.items() if value}
 
 
-FILTERS = ("source", "device", "browser", "os", "referrer", "country", "city")
+FILTERS = ("source", "device", "browser", "os", "referrer", "country", "city", "variant")
 
 
 class PeriodParams(ClickFilters):

@@ -197,8 +197,10 @@ class VariantClicks(_Open):
     variant: int = Field(description="The variant's index in the link's `variants`")
     to: str
     weight: int
-    clicks: int = Field(
-        description="Clicks sent to it in the period (bots left out; the period's other filters do not apply)"
+    clicks: int = Field(description="Clicks sent to it in the period (bots left out), following every filter")
+    unique_visitors: int = Field(
+        description="Its distinct visitors per UTC day, summed over the period (a visitor keeps one variant all day), "
+        "following every filter"
     )
 
 
@@ -216,6 +218,7 @@ class Analytics(_Open):
     referrer: str | None = Field(description="The referrer filter as applied (lowercased), or null")
     country: str | None = Field(description="The country filter as applied (upper case), or null")
     city: str | None = Field(description="The city filter as applied (lowercased), or null")
+    variant: int | None = Field(description="The variant filter as applied (an index), or null")
     total_clicks: int
     unique_visitors: int = Field(
         description="Distinct visitors per UTC day, summed over the period (a visitor counts once a day); exact up to "
@@ -233,8 +236,9 @@ class Analytics(_Open):
     cities: list[CityClicks] = Field(description=TOP + " (cities are known from a City GeoIP database only)")
     top_links: list[TopLink] = Field(description="At most 10, most clicked first")
     variants: list[VariantClicks] | None = Field(
-        description="A link's analytics: each of its variants (A/B split) with its clicks, from the click log; null "
-        "for a link without variants and for the account's analytics",
+        description="A link's analytics: each of its variants (A/B split, as the link has them now) with its clicks "
+        "and unique visitors, from the roll-ups like every breakdown (so they follow the period and filters and "
+        "outlive the click log's retention); null for a link without variants and for the account's analytics",
     )
 
 

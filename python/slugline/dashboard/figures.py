@@ -67,6 +67,15 @@ class Figures:
     def filters(self) -> list[tuple[str, str]]:
         return [(name, self.query[name]) for name in FILTERS if name in self.query]
 
+    @property
+    def shown_filters(self) -> list[tuple[str, str, str]]:
+        """The filters as the page names them: (name, value, shown value); variants are numbered from 1 on the page,
+        from 0 in the query, as in the API."""
+        return [
+            (name, value, str(int(value) + 1) if name == "variant" and value.isdigit() else value)
+            for name, value in self.filters
+        ]
+
     def href(self, path: str = "", changes: Mapping[str, str | None] | None = None) -> str:
         """`path` with this query string, changed: a value sets its key, None removes it."""
         query: dict[str, str | None] = {**self.query, **(changes or {})}
@@ -88,7 +97,7 @@ class Figures:
     def chart(self, stats: dict[str, Any], subject: str = "") -> Markup:
         """The chart of the answer's series, named by its bucket first ("Clicks per day"), then what it counts."""
         period = "" if self.custom else f", last {plural(stats['days'], 'day')}"
-        where = "".join(f", {name} {value}" for name, value in self.filters)
+        where = "".join(f", {name} {shown}" for name, _, shown in self.shown_filters)
         label = f"Clicks per {stats['interval']}{subject}{period}{where}"
         return clicks_chart(stats["clicks"], label, stats["interval"], (stats["from"], stats["to"]))
 

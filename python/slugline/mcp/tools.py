@@ -231,7 +231,7 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         "to its `to`, else destination_url, e.g. [{if: {country: ['FR'], device: ['mobile']}, to: "
         "'https://example.com/fr'}]. variants splits the visitors no rule sends elsewhere between destinations by "
         "weight (an A/B split): 2 to 10 of {to: URL, weight: 1-1000}, each visitor kept on one for the day; "
-        "get_analytics with the link's id then counts clicks per variant. Returns the new link "
+        "get_analytics with the link's id then counts clicks and visitors per variant. Returns the new link "
         "with its short_url (and, when auto_meta could not read the page, meta_error saying why). A taken slug is an "
         "error; a public-only key cannot create private or password links.",
     ),
@@ -272,10 +272,11 @@ TOOLS: list[tuple[Callable[..., Any], str, ToolAnnotations, dict[str, Any], str]
         "Clicks on the account's links, or with link_id on one link, bots excluded: total clicks, unique visitors "
         "(distinct per UTC day, summed), a zero-filled series by interval (hour, day, week or month), devices, "
         "browsers, operating systems, sources, referrers, countries (ISO codes) and cities, and the 10 most clicked "
-        "links. The period is the last "
+        "links; with link_id, a link with variants (A/B split) also gets each variant's clicks and unique visitors. "
+        "The period is the last "
         "`days` days (default 30) or from-to (ISO dates, UTC, both included, at most 365 days); interval hour needs "
-        "7 days or fewer. source, device, browser, os, referrer, country (e.g. FR) and city filter every figure (all "
-        "must hold, any case). A "
+        "7 days or fewer. source, device, browser, os, referrer, country (e.g. FR), city and variant (an index from "
+        "0) filter every figure (all must hold, any case). A "
         "public-only key's figures leave out private and password links, whose link_id answers 'link not found'.",
     ),
     (

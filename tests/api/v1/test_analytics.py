@@ -19,7 +19,7 @@ from tests.support.helpers import CHROME, SQLITE_ONLY, Account, wait_for_total
 ANSWER = {  # every key of an analytics answer, the account's or a link's
     *("days", "from", "to", "interval", "source", "device", "browser", "os", "referrer", "total_clicks"),
     *("unique_visitors", "clicks", "devices", "browsers", "operating_systems", "sources", "referrers", "top_links"),
-    *("country", "city", "countries", "cities", "variants"),
+    *("country", "city", "variant", "countries", "cities", "variants"),
 }
 
 

@@ -16,7 +16,8 @@ router = APIRouter(tags=["analytics"])
 @router.get(
     "/analytics",
     summary="Clicks of a period (`days`, or `from`-`to`): totals, unique visitors, a series by `interval`, devices, "
-    "browsers, operating systems, sources, referrers, top links; filtered by source, device, browser, os, referrer",
+    "browsers, operating systems, sources, referrers, countries, cities, top links; filtered by source, device, "
+    "browser, os, referrer, country, city, variant",
 )
 async def get_analytics(rt: RuntimeDep, caller: ApiCaller, params: Annotated[AnalyticsParams, Query()]) -> JSON:
     # by_alias: the service reads the period's first day as `from`, the name clients send, not the field's `from_`.
@@ -27,7 +28,8 @@ async def get_analytics(rt: RuntimeDep, caller: ApiCaller, params: Annotated[Ana
 @router.get(
     "/links/{link_id}/analytics",
     openapi_extra=query_schema(AnalyticsParams),
-    summary="One link's analytics: the parameters and answer of `GET /analytics` (404 for a link the key cannot see)",
+    summary="One link's analytics: the parameters and answer of `GET /analytics`, and each of its variants' clicks "
+    "and unique visitors (404 for a link the key cannot see)",
 )
 async def get_link_analytics(rt: RuntimeDep, caller: ApiCaller, link_id: str, request: Request) -> JSON:
     # The query is handed on as sent, as for the link's clicks and QR code: the service finds the link and validates
