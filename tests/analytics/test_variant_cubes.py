@@ -1,6 +1,7 @@
 """A link's clicks and unique visitors per variant come from its roll-up cubes: they match an exact count of the
-click log under periods and filters (`variant=` among them) in REST and MCP, outlive the click log's retention, and the
-dashboard filters by a variant's row."""
+click log under periods and filters (`variant=` among them) in REST and MCP, outlive the click log's retention, the
+dashboard filters by a variant's row, and migration 0021 counts under their variant the clicks the cubes had counted
+without one (its downgrade takes them back out)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from alembic import command
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
@@ -17,6 +19,7 @@ from slugline.clicks.retention import prune
 from slugline.common.models import Click
 from slugline.runtime import Runtime
 from slugline.settings import Settings
+from slugline.storage import migrate
 from tests.dashboard.pages import new_link, sign_up
 from tests.support.helpers import (
     BASE_URL,
@@ -154,6 +157,28 @@ def test_variant_figures_follow_periods_and_filters_and_outlive_the_click_log(
         assert session.scalar(select(Click.id).limit(1)) is None
     for query, before in zip(QUERIES, answers, strict=True):
         assert _link_analytics(client, alice, link["id"], **query)["variants"] == before["variants"], query
+
+
+def _downgrade(rt: Runtime, revision: str) -> None:
+    config = migrate.alembic_config()
+    with rt.db.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+
+def test_migration_0021_counts_stored_clicks_under_their_variant(
+    client: TestClient, alice: Account, runtime: Runtime
+) -> None:
+    link = create(client, alice, variants=VARIANTS).json()
+    total = _record(client, link["id"])
+    recounted = list(_every_query(client, alice, runtime, link["id"]))
+    account = client.get("/api/v1/analytics", params={"days": 90}, headers=alice.auth()).json()
+    _downgrade(runtime, "0020")  # the cubes as before 0021: every click counted without a variant
+    before = _link_analytics(client, alice, link["id"], days=90)
+    assert (before["total_clicks"], _figures(before)) == (total, [(0, 0)] * len(VARIANTS))
+    migrate.upgrade(runtime.db.engine)
+    assert list(_every_query(client, alice, runtime, link["id"])) == recounted
+    assert client.get("/api/v1/analytics", params={"days": 90}, headers=alice.auth()).json() == account
 
 
 @SQLITE_ONLY

@@ -5,7 +5,7 @@ as the other breakdowns do, outlive the click log's retention, and cost what the
 A visitor is sent to one variant all day (`redirects.routing`), so a day's variants partition its visitors as its
 devices do: a variant's unique visitors are summed over its days like the link's. Variants are listed as the link has
 them now, each with its figures (0 if none); clicks counted for a variant the link no longer has (it was edited) are
-left out, and so are clicks counted before the link had variants or before the cubes kept them (migration 0019 fills
+left out, and so are clicks counted before the link had variants or before the cubes kept them (migration 0021 fills
 in those still in the click log).
 """
 
