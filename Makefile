@@ -62,8 +62,14 @@ lint-rust: deps
 test-rust:
 	cargo test --quiet
 
+# The in-process tests on every core (`JOBS` processes, a test file to each at a time, so a file's fixtures are built
+# once), then the end-to-end ones one at a time: they start servers with workers of their own and time what those
+# answer. Exit status 5 (no test selected, as when PYTEST_ARGS names only in-process tests) is no failure.
+JOBS ?= auto
+PYTEST_PARALLEL = -n $(JOBS) --dist loadfile
 test-python:
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_PARALLEL) $(PYTEST_ARGS) || test $$? -eq 5
+	$(BIN)/python -m pytest -m e2e $(PYTEST_ARGS) || test $$? -eq 5
 
 # The suite against the oldest versions pyproject.toml allows (`--resolution lowest-direct`: each direct dependency,
 # runtime and test, at its floor), in a venv of its own: a floor that does not work fails here, not for a user.
@@ -81,7 +87,7 @@ test-lowest: build
 	VIRTUAL_ENV="$(abspath $(LOWEST))" $(BIN)/uv pip sync --quiet --compile-bytecode $(LOWEST)/requirements.txt
 	PATH="$(abspath $(BIN)):$$PATH" VIRTUAL_ENV="$(abspath $(LOWEST))" UV_PROJECT_ENVIRONMENT="$(abspath $(LOWEST))" \
 		$(BIN)/maturin develop --uv --release -F python,testing -q
-	$(LOWEST)/bin/python -m pytest -x -q $(LOWEST_TESTS) $(PYTEST_ARGS)
+	$(LOWEST)/bin/python -m pytest -x -q $(PYTEST_PARALLEL) $(LOWEST_TESTS) $(PYTEST_ARGS)
 	$(LOWEST)/bin/python -m pytest -x -q $(LOWEST_E2E) $(PYTEST_ARGS)
 
 bench: build

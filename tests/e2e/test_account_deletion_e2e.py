@@ -5,6 +5,7 @@ links); and a large account is deleted while a bystander's writes and redirects 
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import threading
@@ -23,6 +24,9 @@ from tests.support.helpers import CHROME
 from tests.support.server import Server, ServerFactory, api, make_account, wait_for
 
 ROUNDS = 8  # each read this many times, so that both workers answer it
+# The large account: 2,000 links (four of the deletion's batches) and 20,000 clicks here; the figures in
+# docs/benchmarks.md are at 10,000 and 100,000 (`SLUGLINE_E2E_DELETION_LINKS=10000`), which takes PostgreSQL minutes.
+LINKS = int(os.environ.get("SLUGLINE_E2E_DELETION_LINKS", "2000"))
 
 
 def _warm(http: httpx.Client) -> list[Any]:
@@ -120,7 +124,7 @@ def _p99(times: list[float]) -> float:
 def test_a_large_account_goes_while_the_server_keeps_answering(
     store: str, start_server: ServerFactory, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    links, per_link = 10_000, 10
+    links, per_link = LINKS, 10
     url = request.getfixturevalue("pg_url") if store == "postgres" else f"sqlite:///{tmp_path}/e2e.db"
     server = start_server(url, workers=2, **UNLIMITED)
     big, other = make_account(server, "big"), make_account(server, "other")
