@@ -61,3 +61,10 @@ def test_a_bad_endpoint_is_refused_next_to_its_field(owner: TestClient) -> None:
     page = owner.post("/app/webhooks", data={"csrf_token": token, "url": "https://hooks.example.com/"})
     assert page.status_code == 422 and 'id="e-events">events' in page.text
     assert owner.get("/app/webhooks/whe_0000000000000000").status_code == 404
+
+
+def test_the_url_hint_says_what_is_accepted(owner: TestClient) -> None:
+    token = csrf_of(owner, "/app/webhooks")
+    assert "An http:// or https:// address the events are POSTed to" in owner.get("/app/webhooks").text
+    form = {"csrf_token": token, "url": "http://hooks.example.com/in", "event:link.created": "1"}
+    assert owner.post("/app/webhooks", data=form).status_code == 201  # plain http is accepted, as the hint says
