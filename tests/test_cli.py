@@ -12,9 +12,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline import cli
+from slugline.common.inputs import FILTERS
+from slugline.runtime import Runtime
 from slugline.settings import Settings
 from tests.analytics.test_export import EXPORT, flush, get, link_export, visit
-from tests.support.helpers import SQLITE_ONLY, Account, create
+from tests.support.helpers import CHROME, SQLITE_ONLY, Account, click_recorder, create
 
 
 @pytest.fixture
@@ -54,6 +56,42 @@ def test_the_export_is_the_apis_byte_for_byte(
     assert capsysbinary.readouterr().out == b""
 
 
+def test_every_filter_of_the_api_is_an_option_with_the_same_bytes(
+    client: TestClient,
+    alice: Account,
+    runtime: Runtime,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsysbinary: pytest.CaptureFixture[bytes],
+) -> None:
+    """Clicks from places and on variants: the command takes each filter the REST export takes, and writes the bytes
+    the API sends for it, on one link and on the account."""
+    variants = [{"to": "https://example.com/a", "weight": 50}, {"to": "https://example.com/b", "weight": 50}]
+    link_id = create(client, alice, slug="cli-split", variants=variants).json()["id"]
+    recorder = click_recorder(client)
+    for n, (country, variant) in enumerate((("FR", 0), ("FR", 1), ("DE", 1), (None, None))):
+        recorder.queue.record(link_id, CHROME.encode(), b"", None, False, f"198.18.0.{n}", None, country, variant)
+    flush(client)
+    with runtime.db.engine.begin() as conn:  # a city comes from a GeoIP database, which the tests do without
+        conn.exec_driver_sql("UPDATE clicks SET city = 'Paris' WHERE country = 'FR'")
+    assert set(FILTERS) >= {"country", "city", "variant"}
+    cases: list[tuple[dict[str, str], int]] = [
+        ({"country": "fr"}, 2),
+        ({"city": "PARIS", "variant": "1"}, 1),
+        ({"variant": "1", "country": "de"}, 1),
+        ({"variant": "0"}, 1),
+    ]
+    for filters, rows in cases:
+        options = [part for name, value in filters.items() for part in (f"--{name}", value)]
+        for path, link in ((link_export(link_id), ["--link", "cli-split"]), (EXPORT, [])):
+            for fmt in ("csv", "ndjson"):
+                assert run(settings, monkeypatch, "--account", "alice", *link, "--format", fmt, *options) == 0
+                exported = capsysbinary.readouterr().out
+                api = get(client, alice, path, format=fmt, **filters)
+                assert exported == api.content, (filters, path, fmt)
+                assert api.content.count(b"\n") == rows + (fmt == "csv"), (filters, api.text)
+
+
 def test_refusals_name_the_problem_and_leave_the_file_alone(
     clicked: dict[str, str],
     settings: Settings,
@@ -69,6 +107,8 @@ def test_refusals_name_the_problem_and_leave_the_file_alone(
         (["--account", "alice", "--days", "400"], "error: days: input should be less than or equal to 365"),
         (["--account", "alice", "--days", "3", "--from", "2026-01-01"], "error: give either days or from/to"),
         (["--account", "alice", "--device", "robot"], "error: device: input should be"),
+        (["--account", "alice", "--country", "France"], "error: country: string should match pattern"),
+        (["--account", "alice", "--variant", "-1"], "error: variant: input should be greater than or equal to 0"),
     ):
         assert run(settings, monkeypatch, *args, "--output", str(path)) == 1
         assert capsys.readouterr().err.startswith(message), args

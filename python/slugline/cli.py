@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from slugline import __version__, admin
+from slugline.common.inputs import FILTERS, ClickFilters
 from slugline.settings import get_settings
 
 if TYPE_CHECKING:
@@ -94,15 +95,6 @@ def _granian(args: argparse.Namespace, settings: Settings) -> None:
     ).serve()
 
 
-EXPORT_FILTERS = {  # what each filter of `slugline clicks export` takes
-    "source": "direct, qr, a utm_source or a referrer host (any case)",
-    "device": "desktop, mobile, tablet or other",
-    "browser": "chrome, safari, ... (any case)",
-    "os": "windows, ios, ... (any case)",
-    "referrer": "a referrer host such as news.ycombinator.com (any case)",
-}
-
-
 def cmd_clicks_export(args: argparse.Namespace) -> int:
     import anyio
 
@@ -113,7 +105,7 @@ def cmd_clicks_export(args: argparse.Namespace) -> int:
         return open(args.output, "wb") if args.output is not None else nullcontext(sys.stdout.buffer)
 
     period = {"days": args.days, "from": args.from_, "to": args.to, "format": args.format}
-    data = period | {name: getattr(args, name) for name in EXPORT_FILTERS}
+    data = period | {name: getattr(args, name) for name in FILTERS}
 
     def export(rt: Runtime) -> None:
         caller = accounts.operator(rt, args.account)
@@ -245,8 +237,8 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--from", dest="from_", metavar="DATE", help="first day (YYYY-MM-DD, UTC), instead of --days")
     export.add_argument("--to", metavar="DATE", help="last day (YYYY-MM-DD, UTC); default today")
     export.add_argument("--format", choices=["csv", "ndjson"], help="csv (default, with a header row) or ndjson")
-    for name, example in EXPORT_FILTERS.items():
-        export.add_argument(f"--{name}", metavar=name.upper(), help=f"only clicks with this {name}: {example}")
+    for name in FILTERS:  # every filter the REST export takes, with its help from the same model
+        export.add_argument(f"--{name}", metavar=name.upper(), help=ClickFilters.model_fields[name].description)
     export.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
     export.set_defaults(func=cmd_clicks_export)
     prune = clicks.add_parser("prune", help="delete clicks older than SLUGLINE_CLICK_LOG_DAYS now (servers do it too)")

@@ -601,7 +601,7 @@ class ClickFilters(_Strict):
         ge=0,
         lt=MAX_VARIANTS,
         description="Only clicks sent to this variant of a link's A/B split (its index in the link's `variants`, "
-        "from 0); refused by the account's analytics, whose roll-ups keep no variants",
+        "from 0). The account's analytics refuse it (their roll-ups keep no variants); the click exports take it",
     )
 
     def filters(self) -> dict[str, str]:
