@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, tuple_, update
+from sqlalchemy import and_, delete, select, tuple_, update
 from sqlalchemy.exc import DBAPIError
 
 from slugline import _core
@@ -159,16 +159,22 @@ def _next_links(db: Database, account_id: int, limit: int) -> list[tuple[str, st
 
 
 def _delete_clicks(db: Database, ids: Sequence[str], limit: int) -> int:
-    """Up to `limit` clicks of these links, found through the click log's index on (link, time) and deleted by key:
-    the rowid on SQLite, (link, time, id) on PostgreSQL."""
-    if db.engine.dialect.name == "sqlite":
-        key: Any = Click.id
-        some: Any = select(Click.id)
-    else:
-        key = tuple_(Click.link_id, Click.clicked_at, Click.id)
-        some = select(Click.link_id, Click.clicked_at, Click.id)
+    """Up to `limit` clicks of these links, found through the click log's index on (link, time). On SQLite by rowid.
+    On PostgreSQL a key join against the partitioned log planned as a hash join reading every partition whole (each
+    step as long as the whole log, whoever's clicks it holds): instead the `limit`-th key of these links' clicks is
+    found (their clicks only, through each partition's index, keeping `limit` keys at most), and the links' clicks up
+    to it go by the index too."""
     with db.writing() as session:
-        found = session.execute(delete(Click).where(key.in_(some.where(Click.link_id.in_(ids)).limit(limit))))
+        if db.engine.dialect.name == "sqlite":
+            some = select(Click.id).where(Click.link_id.in_(ids)).limit(limit)
+            found = session.execute(delete(Click).where(Click.id.in_(some)))
+            return int(found.rowcount)  # type: ignore[attr-defined]
+        key = (Click.link_id, Click.clicked_at, Click.id)
+        last = session.execute(
+            select(*key).where(Click.link_id.in_(ids)).order_by(*key).offset(limit - 1).limit(1)
+        ).first()
+        upto = Click.link_id.in_(ids) if last is None else and_(Click.link_id.in_(ids), tuple_(*key) <= tuple(last))
+        found = session.execute(delete(Click).where(upto))
         return int(found.rowcount)  # type: ignore[attr-defined]
 
 
