@@ -20,7 +20,7 @@ from slugline.common.clock import isoformat
 from tests.support.helpers import CHROME, SQLITE_ONLY, Account, click_recorder, create
 
 COLUMNS = ["clicked_at", "link_id", "slug", "device", "browser", "os", "source", "referrer"]
-COLUMNS += ["country", "region", "city"]
+COLUMNS += ["country", "region", "city", "variant"]
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0"
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 "
@@ -75,10 +75,13 @@ def ndjson_rows(res: httpx2.Response) -> list[dict[str, Any]]:
     return rows
 
 
-def as_csv(value: str | None) -> str:
-    """What the CSV shows of a value: empty for none, an apostrophe before what a spreadsheet would run."""
+def as_csv(value: str | int | None) -> str:
+    """What the CSV shows of a value: empty for none, a number in decimal, an apostrophe before what a spreadsheet
+    would run."""
     if value is None:
         return ""
+    if isinstance(value, int):
+        return str(value)
     return "'" + value if value[:1] in ("=", "+", "-", "@") else value
 
 
@@ -118,6 +121,30 @@ def test_rows_are_the_click_log_oldest_first_in_both_formats(client: TestClient,
     assert b'"\'=1+2,""x"""' in res.content  # the formula quoted as one cell, behind its apostrophe
     one = csv_rows(get(client, alice, link_export(b["id"]), **period))
     assert one == [[as_csv(row[name]) for name in COLUMNS] for row in expected if row["link_id"] == b["id"]]
+
+
+def test_each_click_shows_its_variant(client: TestClient, alice: Account) -> None:
+    """A link with variants: each click's variant index, an empty cell (CSV) or null (NDJSON) for a click sent to none
+    (a rule's); a redirect's drawn variant is the one the click list shows."""
+    variants = [{"to": f"https://example.com/{n}", "weight": 10} for n in range(3)]
+    link = create(client, alice, slug="exp-split", variants=variants).json()
+    recorder = click_recorder(client)
+    sent = (2, None, 0, 1)
+    for n, variant in enumerate(sent):
+        recorder.queue.record(link["id"], CHROME.encode(), b"", None, False, f"198.18.1.{n}", None, None, variant)
+    flush(client)
+    visit(client, "exp-split", FIREFOX)
+    flush(client)
+    drawn = get(client, alice, f"/api/v1/links/{link['id']}/clicks", per=1).json()["data"][0]["variant"]
+    assert drawn in (0, 1, 2)
+    shown = [*sent, drawn]
+    for path in (EXPORT, link_export(link["id"])):
+        assert [row["variant"] for row in ndjson_rows(get(client, alice, path, format="ndjson"))] == shown
+        assert [row[COLUMNS.index("variant")] for row in csv_rows(get(client, alice, path))] == [
+            as_csv(v) for v in shown
+        ]
+        kept = ndjson_rows(get(client, alice, path, format="ndjson", variant=1))
+        assert [row["variant"] for row in kept] == [v for v in shown if v == 1]
 
 
 @pytest.mark.parametrize("source", ["=cmd|' /c calc'!a0", "+41 22", "-2+3", "@sum(a1:a2)"])

@@ -109,7 +109,8 @@ def test_clicks_arrive_in_batches_of_at_most_a_hundred(make_client: ClientFactor
     assert sorted(len(b["data"]["clicks"]) for b in batches) == sorted(messages.values())
     assert max(messages.values()) <= 100 and sum(messages.values()) == 230
     click = batches[0]["data"]["clicks"][0]
-    assert set(click) == {"link_id", "clicked_at", "device", "browser", "os", "source", "referrer"} | PLACE
+    assert set(click) == {"link_id", "clicked_at", "device", "browser", "os", "source", "referrer", "variant"} | PLACE
+    assert click["variant"] is None  # the link has no variants
     assert click["clicked_at"].endswith("Z")
     times = sorted(at for _, at in receiver.arrivals)
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
@@ -152,6 +153,26 @@ def test_clicks_carry_their_place_where_known(make_client: ClientFactory, receiv
         (None, None, None),
         ("IT", None, None),
     ]
+    assert not receiver.refused
+
+
+def test_clicks_carry_their_variant(make_client: ClientFactory, receiver: Receiver) -> None:
+    """A link with variants: each delivered click names the variant it was sent to, as the click list does."""
+    client, rt = make_client(**FAST)
+    alice = _account(client, rt)
+    hook = client.post(HOOKS, json={"url": receiver.url, "events": ["link.clicked"]}, headers=alice.auth()).json()
+    receiver.secret = hook["secret"]
+    variants = [{"to": f"https://example.com/{n}", "weight": 10} for n in range(3)]
+    body = {"destination_url": "https://example.com/", "slug": "split", "variants": variants}
+    link = client.post(LINKS, json=body, headers=alice.auth()).json()
+    agents = [f"Mozilla/5.0 (X11; Linux x86_64) Chrome/{n}.0" for n in range(100, 106)]  # visitors, drawn apart
+    for seen, agent in enumerate(agents):  # one batch each, in this order
+        assert client.get("/split", headers={"user-agent": agent}, follow_redirects=False).is_redirect
+        receiver.wait_for(partial(_has, seen + 1))
+    delivered = [c["variant"] for b in receiver.of_type("link.clicked") for c in b["data"]["clicks"]]
+    listed = client.get(f"{LINKS}/{link['id']}/clicks", headers=alice.auth()).json()["data"]
+    assert delivered == [c["variant"] for c in reversed(listed)]
+    assert set(delivered) <= {0, 1, 2} and len(delivered) == len(agents)
     assert not receiver.refused
 
 

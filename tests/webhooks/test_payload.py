@@ -1,4 +1,5 @@
-"""A `link.clicked` body names every click field, a message written before clicks had places included."""
+"""A `link.clicked` body names every click field, a message written before clicks had places (or variants)
+included."""
 
 from __future__ import annotations
 
@@ -19,8 +20,16 @@ def test_a_click_of_an_older_message_gets_no_place() -> None:
     [click] = orjson.loads(payload.body(_claimed([BEFORE_PLACES])))["data"]["clicks"]
     assert list(click) == list(CLICK_FIELDS)
     assert click["source"] == "qr" and click["country"] is None and click["region"] is None and click["city"] is None
+    assert click["variant"] is None
 
 
 def test_a_placed_click_keeps_its_place() -> None:
     [click] = orjson.loads(payload.body(_claimed([[*BEFORE_PLACES, "FR", "Île-de-France", "Paris"]])))["data"]["clicks"]
-    assert (click["country"], click["region"], click["city"]) == ("FR", "Île-de-France", "Paris")
+    place = (click["country"], click["region"], click["city"], click["variant"])
+    assert place == ("FR", "Île-de-France", "Paris", None)
+
+
+def test_a_click_keeps_its_variant() -> None:
+    placed = [*BEFORE_PLACES, "FR", None, None, 2]
+    [click] = orjson.loads(payload.body(_claimed([placed])))["data"]["clicks"]
+    assert (click["country"], click["variant"]) == ("FR", 2)

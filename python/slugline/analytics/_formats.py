@@ -20,13 +20,15 @@ COLUMNS = (
     "country",
     "region",
     "city",
+    "variant",
 )
 # A spreadsheet reads a cell starting with one of these as a formula. Anonymous visitors choose some of the values
 # (a utm_source, a referrer host), so such a cell gets a leading apostrophe, which shows it as the text it is.
 FORMULA_STARTS = ("=", "+", "-", "@")
 
-# One row, in COLUMNS order, clicked_at as ISO text; referrer and the place may be missing.
-Cells = tuple[str, str, str, str, str, str, str, str | None, str | None, str | None, str | None]
+# One row, in COLUMNS order, clicked_at as ISO text; referrer and the place may be missing (None), and so may the
+# variant (an index into the link's variants, None when the link had none or a rule sent the click elsewhere).
+Cells = tuple[str | int | None, ...]
 
 
 def csv_header() -> bytes:
@@ -34,21 +36,23 @@ def csv_header() -> bytes:
 
 
 def csv_rows(rows: Sequence[Cells]) -> bytes:
-    """Quoted by the csv module as needed; a missing referrer or place is an empty cell."""
+    """Quoted by the csv module as needed; a missing referrer, place or variant is an empty cell."""
     return _csv([tuple(_cell(value) for value in row) for row in rows])
 
 
 def ndjson_rows(rows: Sequence[Cells]) -> bytes:
-    """One JSON object a line, keys in COLUMNS order; a missing referrer or place is null. No escaping: JSON is
-    data."""
+    """One JSON object a line, keys in COLUMNS order; a missing referrer, place or variant is null (a variant is a
+    number). No escaping: JSON is data."""
     return b"".join(
         orjson.dumps(dict(zip(COLUMNS, row, strict=True)), option=orjson.OPT_APPEND_NEWLINE) for row in rows
     )
 
 
-def _cell(value: str | None) -> str:
+def _cell(value: str | int | None) -> str:
     if value is None:
         return ""
+    if isinstance(value, int):
+        return str(value)
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 

@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 from sqlalchemy import Row, Select, func, select, tuple_
 
-from slugline.analytics._formats import Cells, csv_header, csv_rows, ndjson_rows
+from slugline.analytics._formats import COLUMNS, Cells, csv_header, csv_rows, ndjson_rows
 from slugline.common.caller import Caller
 from slugline.common.clock import as_utc, isoformat
 from slugline.common.inputs import ExportParams
@@ -40,6 +40,8 @@ CHUNK_ROWS = 2_000
 FIRST_WINDOW = timedelta(hours=1)  # of an account export; it widens quickly where clicks are sparse
 MIN_WINDOW = timedelta(milliseconds=1)  # a chunk's clicks may all share one instant; a window never shrinks to none
 MEDIA_TYPES = {"csv": "text/csv", "ndjson": "application/x-ndjson"}
+# What a chunk selects: the id (the keyset's tie-break, not sent), then COLUMNS in order.
+SELECTED = (Click.id, *(Link.slug if name == "slug" else getattr(Click, name) for name in COLUMNS))
 
 Key = tuple[datetime, int]  # (clicked_at, id) of the last row sent: where the next chunk starts
 Render = Callable[[Sequence[Cells]], bytes]
@@ -112,13 +114,7 @@ def _statement(caller: Caller, params: ExportParams, link_id: str | None) -> Sel
     ]
     if link_id is not None:
         conds.append(Click.link_id == link_id)
-    columns = (Click.clicked_at, Click.id, Click.link_id, Link.slug, Click.device, Click.browser, Click.os)
-    return (
-        select(*columns, Click.source, Click.referrer, Click.country, Click.region, Click.city)
-        .join(Link, Link.id == Click.link_id)
-        .where(*conds)
-        .order_by(Click.clicked_at, Click.id)
-    )
+    return select(*SELECTED).join(Link, Link.id == Click.link_id).where(*conds).order_by(Click.clicked_at, Click.id)
 
 
 async def _chunks(
@@ -160,5 +156,5 @@ def _chunk(
 
 
 def _cells(row: Row[*tuple[Any, ...]]) -> Cells:
-    at, _, link_id, slug, device, browser, os, source, referrer, country, region, city = row
-    return isoformat(at) or "", link_id, slug, device, browser, os, source, referrer, country, region, city
+    _, at, *rest = row
+    return isoformat(at) or "", *rest

@@ -43,7 +43,8 @@ TOP_CANDIDATES = 25
 # visitors' utm_source values, so without a cap anyone could make an account's analytics arbitrarily large.
 TOP_ENTRIES = 20
 OTHER = "(other)"
-# A click of a link's list: when, who (classified) and where from (the place resolved by the click writer).
+# A click of a link's list: when, who (classified), where from (the place resolved by the click writer) and to which
+# of the link's variants it was sent.
 CLICK_COLUMNS = (
     Click.clicked_at,
     Click.device,
@@ -54,6 +55,7 @@ CLICK_COLUMNS = (
     Click.country,
     Click.region,
     Click.city,
+    Click.variant,
 )
 BREAKDOWNS = (
     ("devices", "device", "device"),

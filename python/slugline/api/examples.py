@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from slugline.analytics._formats import Cells, csv_header, csv_rows, ndjson_rows
+
 HOST = "https://sl.example"
 CREATED = "2026-11-21T10:00:00Z"
 WEBHOOK: dict[str, Any] = {
@@ -90,10 +92,15 @@ ANALYTICS = {
     "top_links": [{"id": LINK["id"], "slug": LINK["slug"], "title": LINK["title"], "clicks": 42}],
     "variants": None,
 }
-CSV = "clicked_at,link_id,slug,device,browser,os,source,referrer,country,region,city\n"
+# A click of the export, rendered as the export renders it: on a link's second variant, without a referrer or region.
+CLICK_ROW: Cells = (
+    "2026-11-21T10:04:59Z", "lnk_4fQ8xZ2kLm9", "rust-book", "mobile", "chrome", "android", "qr", None, "FR", None,
+    "Paris", 1,
+)  # fmt: skip
+CSV = (csv_header() + csv_rows([CLICK_ROW])).decode()
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256" viewBox="0 0 33 33">...</svg>'
 NDJSON = {
-    "exportClicks": '{"clicked_at": "2026-11-21T10:04:59Z", "link_id": "lnk_4fQ8xZ2kLm9", "device": "mobile"}\n',
+    "exportClicks": ndjson_rows([CLICK_ROW]).decode(),
     "exportLinks": '{"id": "lnk_4fQ8xZ2kLm9", "slug": "rust-book", "destination_url": "https://doc.rust-lang.org/book/"}\n',
 }
 
@@ -165,6 +172,7 @@ EXAMPLES: dict[str, tuple[Any, Any]] = {
                     "country": "FR",
                     "region": "Île-de-France",
                     "city": "Paris",
+                    "variant": None,
                 }
             ],
             "pagination": PAGINATION,

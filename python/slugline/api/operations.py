@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from slugline.analytics._formats import COLUMNS
 from slugline.common import outputs
 
 Auth = Literal["key", "any", "optional", "none"]
@@ -46,7 +47,12 @@ def _streamed_file(what: str, disposition: str, more: str = "") -> dict[str, Any
     }
 
 
-EXPORT = _streamed_file("The clicks", 'filename="clicks-FIRST-LAST.csv" (or .ndjson), the period\'s dates')
+EXPORT = _streamed_file(
+    "The clicks",
+    'filename="clicks-FIRST-LAST.csv" (or .ndjson), the period\'s dates',
+    f"; the columns {', '.join(COLUMNS)}: the place unknown and a click on no variant (a link without variants, or "
+    "sent elsewhere by a rule) as an empty cell (CSV) or null (NDJSON), a variant as its index from 0",
+)
 LINK_EXPORT = _streamed_file(
     "The links",
     'filename="links.csv" (or links.ndjson)',

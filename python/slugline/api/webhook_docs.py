@@ -2,8 +2,9 @@
 per event, so that a receiver can be generated or checked from the same document as the API.
 
 The bodies are those of `slugline.webhooks.payload`: a link event's `data` is the `Link` the API answers, a
-`link.clicked` event's `data` its clicks with their places (`webhooks.clicks.CLICK_FIELDS`). Every delivery bears the
-Standard Webhooks headers; a 2xx answer is a delivery, anything else is tried again (docs/webhooks.md).
+`link.clicked` event's `data` its clicks with their places and variants (`webhooks.clicks.CLICK_FIELDS`). Every
+delivery bears the Standard Webhooks headers; a 2xx answer is a delivery, anything else is tried again
+(docs/webhooks.md).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ CLICK = {
     "country": "FR",
     "region": "Île-de-France",
     "city": "Paris",
+    "variant": 1,
 }
 ANSWERS = {
     "200": {

@@ -317,6 +317,11 @@ class Click(_Open):
     country: str | None = Field(default=None, description="ISO 3166-1 alpha-2, or null when unknown")
     region: str | None = Field(default=None, description="From a City GeoIP database, or null")
     city: str | None = Field(default=None, description="From a City GeoIP database, or null")
+    variant: int | None = Field(
+        default=None,
+        description="The index (from 0) of the link's variant the click was sent to; null when the link had no "
+        "variants or a rule sent it elsewhere",
+    )
 
 
 class ClickPage(_Open):

@@ -4,7 +4,8 @@
 Each endpoint of an account that wants `link.clicked` gets one message per `PER_MESSAGE` of the account's clicks
 in the batch. The endpoints are looked up in that transaction (a handful of rows), so one made a moment ago hears
 of the next batch. The visitor hash is not sent: it is the service's own pseudonym, not the account's. A click's
-place (country, region, city) is sent as the click writer stored it, each None where unknown.
+place (country, region, city) is sent as the click writer stored it, each None where unknown, and so is its variant
+(the index of the link's variant it was sent to, None for none).
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from slugline import _core
 from slugline.webhooks.outbox import CLICKED, ENDPOINTS, MESSAGES
 
 PER_MESSAGE = 100
-CLICK_FIELDS = ("link_id", "clicked_at", "device", "browser", "os", "source", "referrer", "country", "region", "city")
+CLICK_FIELDS = (
+    *("link_id", "clicked_at", "device", "browser", "os", "source", "referrer"),
+    *("country", "region", "city", "variant"),
+)
 # Values of a click in `EncodedClicks.values` (`clicks.store.ROW_VALUES`): the first 7 fields, the visitor hash (not
-# sent), then the place, then the variant (not sent).
+# sent), then the place, then the variant.
 ROW_VALUES = 12
-SENT = (*range(7), 8, 9, 10)
+SENT = (*range(7), 8, 9, 10, 11)
 _WANTED = select(ENDPOINTS.c.id, ENDPOINTS.c.account_id).where(
     ENDPOINTS.c.enabled, ENDPOINTS.c.events.like(f"%,{CLICKED},%")
 )

@@ -2,7 +2,8 @@
 
 A link event's `data` is the link's JSON as the API shows it, made from the columns the trigger kept (its
 `status` as of the event); `link.clicked` carries `{"clicks": [...]}`, up to 100 clicks of the account's links, each
-with every field of `CLICK_FIELDS` (a message written before clicks had places gets them as None).
+with every field of `CLICK_FIELDS` (a message written before clicks had places, or before they were sent with their
+variant, gets them as None).
 """
 
 from __future__ import annotations

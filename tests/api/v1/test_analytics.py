@@ -109,6 +109,7 @@ def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> N
         "country",
         "region",
         "city",
+        "variant",
     }
 
 
