@@ -3,7 +3,10 @@
     .venv/bin/python -m tests.dashboard.screenshots docs/screenshots
 
 Starts a real server on a throwaway database, fills it with a few links and clicks through real redirects, and
-saves palette PNGs (small enough to commit) of each page.
+saves palette PNGs (small enough to commit) of each page. The server believes this script as a proxy
+(SLUGLINE_TRUSTED_PROXIES), so each click's country comes from the CF-IPCountry header it sends, as a CDN would set
+it: the analytics pages show their world map and countries table (their flags need a colour emoji font, Debian's
+fonts-noto-color-emoji).
 """
 
 from __future__ import annotations
@@ -31,13 +34,17 @@ AGENTS = {
     "mobile": "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148",
     "tablet": "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148",
 }
-CLICKS = [  # slug, device, query, referrer, times
-    ("rust-book", "desktop", "", "https://news.ycombinator.com/item?id=1", 9),
-    ("rust-book", "mobile", "?utm_source=newsletter", None, 6),
-    ("rust-book", "mobile", "?src=qr", None, 4),
-    ("pep8", "desktop", "", None, 5),
-    ("pep8", "tablet", "", "https://www.reddit.com/r/python", 3),
-    ("draft", "desktop", "", None, 2),
+CLICKS = [  # slug, device, query, referrer, country, times
+    ("rust-book", "desktop", "", "https://news.ycombinator.com/item?id=1", "US", 6),
+    ("rust-book", "desktop", "", "https://news.ycombinator.com/item?id=1", "CA", 3),
+    ("rust-book", "mobile", "?utm_source=newsletter", None, "DE", 4),
+    ("rust-book", "mobile", "?utm_source=newsletter", None, "FR", 2),
+    ("rust-book", "mobile", "?src=qr", None, "JP", 4),
+    ("pep8", "desktop", "", None, "GB", 3),
+    ("pep8", "desktop", "", None, "IN", 2),
+    ("pep8", "tablet", "", "https://www.reddit.com/r/python", "BR", 2),
+    ("pep8", "tablet", "", "https://www.reddit.com/r/python", "AU", 1),
+    ("draft", "desktop", "", None, "SE", 2),
 ]
 PAGES = {"login": "/app/login", "links": "/app/links", "link": None, "analytics": "/app/analytics"}
 
@@ -53,8 +60,8 @@ def populate(server: Server) -> tuple[str, str]:
         body = {"slug": slug, "destination_url": url, "title": title, "hashtags": tags.split(", ")}
         made = api.post("/links", json={**body, "visibility": visibility}, headers={"Authorization": f"Bearer {key}"})
         ids.append(made.json()["id"])
-    for slug, device, query, referrer, times in CLICKS:
-        headers = {"User-Agent": AGENTS[device], **({"Referer": referrer} if referrer else {})}
+    for slug, device, query, referrer, country, times in CLICKS:
+        headers = {"User-Agent": AGENTS[device], "CF-IPCountry": country, **({"Referer": referrer} if referrer else {})}
         for _ in range(times):
             httpx.get(f"{server.url}/{slug}{query}", headers=headers)
     total = sum(c[-1] for c in CLICKS)
@@ -74,7 +81,9 @@ def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         # Every page counts against the address's anonymous rate (60 a minute), and every shot is a page or two.
-        server = Server(f"sqlite:///{tmp}/shots.db", env_extra={"SLUGLINE_RATE_LIMIT_ANONYMOUS": "100000"})
+        # The clicks' country header is believed from this machine only (a trusted proxy's, as a CDN's would be).
+        env = {"SLUGLINE_RATE_LIMIT_ANONYMOUS": "100000", "SLUGLINE_TRUSTED_PROXIES": "127.0.0.1"}
+        server = Server(f"sqlite:///{tmp}/shots.db", env_extra=env)
         server.start(Path(tmp))
         try:
             token, link_id = populate(server)
