@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from alembic import command
+from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
@@ -25,6 +26,8 @@ from slugline.common.models import (
 )
 from slugline.oauth.models import OAuthGrant, OAuthToken
 from slugline.runtime import Runtime
+from slugline.storage import migrate
+from slugline.storage.db import normalize_url
 from tests.oauth.test_token_pruning import grant_for
 from tests.support.helpers import CHROME, LINKS, wait_for_total
 from tests.support.helpers import Account as Who
@@ -164,3 +167,56 @@ def test_closing_is_tried_again_when_postgresql_breaks_a_deadlock(
     with pytest.raises(DBAPIError):
         deletion.delete_account(runtime, "eve")
     assert tries == ["eve"] and _account_id(runtime, "eve") > 0
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_batch_names_its_account_and_its_links_triggers_skip_only_its_rows(pg_url: str) -> None:
+    """Migration 0022: a link's deletion records a cube move and queues a link.deleted webhook for a subscribed
+    endpoint, except in a transaction naming its account in `slugline.deleting_account` (as `_delete_links` does);
+    the downgrade fires them again."""
+    engine = create_engine(normalize_url(pg_url))
+    migrate.upgrade(engine)
+    fired = text("SELECT (SELECT count(*) FROM cube_moves), (SELECT count(*) FROM webhook_messages)")
+
+    def delete_link(link: str, naming: int | None) -> tuple[int, int]:
+        with engine.begin() as conn:
+            if naming is not None:
+                conn.execute(deletion._DELETING_PG, {"account": str(naming)})
+            conn.execute(text("DELETE FROM links WHERE id = :id"), {"id": link})
+            moves, messages = conn.execute(fired).one()
+            conn.execute(text("DELETE FROM cube_moves; DELETE FROM webhook_messages"))
+            return int(moves), int(messages)
+
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO accounts (id, username, password_hash, plan, created_at, links_version) "
+                "VALUES (1, 'ann', 'x', 'developer', now(), 0), (2, 'ben', 'x', 'developer', now(), 0)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO links (id, account_id, slug, destination_url, hashtags, visibility, clicks, created_at, "
+                "updated_at) SELECT 'l' || n, 1 + n % 2, 's' || n, 'https://example.com/', '[]', 'public', 0, now(), "
+                "now() FROM generate_series(1, 5) AS n"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO webhook_endpoints (id, account_id, url, events, secret_salt, base_url, enabled, "
+                "expired_through, created_at, updated_at) SELECT 'we_' || a, a, 'https://hook.example/', "
+                "',link.deleted,', 's', 'https://sl.example', true, 0, 0, 0 FROM generate_series(1, 2) AS a"
+            )
+        )
+    try:
+        assert delete_link("l1", naming=None) == (1, 1)  # l1, l3, l5 are ben's (2), l2, l4 ann's (1)
+        assert delete_link("l3", naming=2) == (0, 0)
+        assert delete_link("l5", naming=1) == (1, 1)  # another account's name skips nothing of ben's
+        assert delete_link("l2", naming=1) == (0, 0)
+        config = migrate.alembic_config()
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0021")
+        assert delete_link("l4", naming=1) == (1, 1)
+    finally:
+        engine.dispose()
