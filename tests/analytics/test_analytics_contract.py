@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from slugline.analytics.service import OTHER
+from slugline.analytics.shape import OTHER
 from slugline.common.inputs import FILTERS
 from tests.support.helpers import CHROME, Account, click_recorder, create
 

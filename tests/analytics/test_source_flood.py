@@ -16,7 +16,7 @@ from sqlalchemy import text
 from starlette.testclient import TestClient
 
 from slugline import _core
-from slugline.analytics.service import OTHER, TOP_ENTRIES
+from slugline.analytics.shape import OTHER, TOP_ENTRIES
 from slugline.clicks.buffer import ClickRecorder
 from slugline.runtime import Runtime
 from tests.support.helpers import CHROME, Account

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from slugline.analytics.service import OTHER, TOP_ENTRIES
+from slugline.analytics.shape import OTHER, TOP_ENTRIES
 from tests.dashboard.pages import new_link
 from tests.support.helpers import CHROME, click_recorder
 

@@ -17,6 +17,7 @@ from markupsafe import Markup
 from starlette.datastructures import QueryParams
 
 from slugline.analytics import service as analytics
+from slugline.analytics import shape
 from slugline.common.bounds import MAX_DAYS
 from slugline.common.errors import Invalid, ServiceError
 from slugline.common.inputs import DEFAULT_DAYS, FILTERS, Interval
@@ -27,7 +28,7 @@ from slugline.dashboard.worldmap import world_map
 PERIODS = (7, 30, 90, 365)
 INTERVALS: tuple[str, ...] = get_args(Interval)
 KEYS = ("days", "from", "to", "interval", *FILTERS)
-OTHER = analytics.OTHER  # the row of every entry past the top ones: not a value a filter can take
+OTHER = shape.OTHER  # the row of every entry past the top ones: not a value a filter can take
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from slugline.analytics.service import OTHER, TOP_ENTRIES
+from slugline.analytics.shape import OTHER, TOP_ENTRIES
 from tests.support.helpers import CHROME, Account, create, wait_for_total
 
 
