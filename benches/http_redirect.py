@@ -26,7 +26,8 @@ With `--rules N` the same Slugline also serves links with N redirect rules (`/ru
 them after the plain ones: the last rule asks for the country, which a GeoIP database made for the run places at
 127.0.0.1, so every rule is tried, the user agent classified and the address looked up. With `--baseline DIR`
 another Slugline runs the package found in DIR (e.g. main's `python/`, as it is today) on its own SQLite file and takes
-its turn in every round: the ratio of the two is what this tree's changes cost a plain redirect, in the same run.
+its turn in every round: the ratio of the two is what this tree's changes cost a plain redirect, in the same run, and
+its workers' CPU per `GET` is printed beside this tree's.
 
 With `--metrics` a second Slugline (its own SQLite file) runs with `SLUGLINE_METRICS_TOKEN` set and takes its turn in
 every round: the ratio of its req/s to the first one's is what metrics cost a redirect, and its /metrics is read at
@@ -161,6 +162,13 @@ def main() -> int:
             f"{with_click[1]:.2f}; HEAD (no click) serving thread {without[0]:.2f}, other threads {without[1]:.2f}; "
             f"bare Granian GET serving thread {bare_cpu[0]:.2f}, other threads {bare_cpu[1]:.2f}"
         )
+        if BASELINE in per_request:
+            before = per_request[BASELINE]
+            print(
+                f"  worker CPU per GET, µs, baseline: serving thread {before[0]:.2f} "
+                f"({with_click[0] / before[0]:.3f}x this tree / baseline), other threads {before[1]:.2f} "
+                f"({with_click[1] / before[1]:.3f}x)"
+            )
         if args.metrics:
             on = per_request[WITH_METRICS]
             print(
@@ -284,7 +292,7 @@ def measure(
             database_before = postgres_cpu() if label == "slugline" and args.database_url else 0.0
             results[label].append(wrk(url, args.duration, args.connections, args.threads, scripts[label]))
             if server is not None:
-                if label.startswith("slugline"):
+                if label.startswith("slugline") or label == BASELINE:
                     time.sleep(1.2)  # the last clicks are flushed, and their CPU counted
                 after = worker_threads_cpu(server)
                 if label == "slugline" and args.database_url:

@@ -14,8 +14,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 Plan = Literal["free", "developer", "pro"]
 PLAN_RANK: dict[str, int] = {"free": 0, "developer": 1, "pro": 2}
 # Clicks that start a write before the second is up: large batches cost much less CPU a click than small ones when
-# traffic is spread over many links (`test_write_sqlite_spread` in benches/test_click_path.py measures it).
-CLICK_FLUSH_MAX = 10_000
+# traffic is spread over many links (`test_write_sqlite_spread` in benches/test_click_path.py measures it; each
+# write rewrites every cube its links touch). A quarter of `click_buffer_bytes` held starts one too
+# (`slugline.clicks.buffer`), so under heavy traffic the writes go once a second, each as large as a second's clicks.
+CLICK_FLUSH_MAX = 100_000
 MIN_DB_THREADS = 2  # a worker's database threads: one account's queries never hold the last one
 MIN_SECRET_BYTES = 32  # HMAC-SHA256 keys and cookie signatures are only as strong as the secret behind them
 

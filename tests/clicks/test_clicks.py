@@ -474,3 +474,44 @@ def test_flushes_keep_their_interval_from_each_start(runtime: Runtime, monkeypat
     asyncio.run(scenario())
     gaps = [later - earlier for earlier, later in itertools.pairwise(started)]
     assert len(started) >= 4 and max(gaps) < 0.6, gaps  # 0.4 s apart, not 0.4 s after each 0.3 s flush ends
+
+
+def test_a_quarter_of_the_byte_budget_starts_a_write_before_the_second_is_up(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Heavy traffic is written once a second, not every `click_flush_max` clicks; but clicks with long headers
+    that fill a quarter of the buffer go out at once, so the rest of it holds what comes during the write."""
+    flushed: list[int] = []  # the bytes held when each write began
+
+    async def flush(self: ClickRecorder) -> int:
+        flushed.append(self.queue.bytes)
+        taken = self.queue.take(len(self.queue))
+        self.queue.release(taken)
+        return len(taken)
+
+    monkeypatch.setattr(ClickRecorder, "flush", flush)
+    recorder = ClickRecorder(runtime)
+    recorder._every = 60.0  # the second is never up here
+    quarter = recorder.queue.budget // buffer.EARLY_SHARE
+    agent, referrer = b"Mozilla/5.0 " + b"a" * 500, b"https://r.example/" + b"p" * 500
+
+    def fill(up_to: int) -> None:
+        while recorder.bytes < up_to:
+            recorder.record(("lnk_AAAAAAAAAAA", time.time(), agent, referrer, None, False, "203.0.113.9"))
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        task = asyncio.create_task(recorder.run())
+        fill(quarter - 4096)
+        await asyncio.sleep(3 * buffer.EARLY_POLL_SECONDS)
+        below = list(flushed)
+        fill(quarter)
+        await asyncio.sleep(3 * buffer.EARLY_POLL_SECONDS)
+        above = list(flushed)
+        recorder.stop()
+        await task
+        return below, above
+
+    below, above = asyncio.run(scenario())
+    assert len(recorder.queue.waiting()) == 0 and recorder.dropped == 0
+    assert below == []  # some 15,000 clicks wait for the second (the count that starts a write is 100,000)
+    assert len(above) == 1 and quarter <= above[0] < quarter + 4096
