@@ -156,3 +156,15 @@ def test_refusals_before_any_work(client: TestClient, alice: Account, method: st
     assert send(client, method, alice, [1, 2]).status_code == 422
     if method != "POST":  # no id holds NUL, which PostgreSQL cannot store
         assert send(client, method, alice, {"ids": ["lnk_\x00"], "change": {"title": "t"}}).status_code == 422
+
+
+def test_a_password_with_another_visibility_refuses_the_whole_call(client: TestClient, alice: Account) -> None:
+    """The document's rule (a password only with visibility 'password') holds for the change itself, before any link
+    is looked up: 422 for the call, not a 404 or 422 per item (what schemathesis's fuzzing found)."""
+    made = client.post(LINKS, json={"destination_url": "https://example.com/p"}, headers=alice.auth()).json()["id"]
+    change = {"visibility": "unlisted", "password": "open sesame"}
+    for ids in (["lnk_00000000000"], [made]):
+        res = send(client, "PATCH", alice, {"ids": ids, "change": change})
+        assert res.status_code == 422, res.text
+        assert res.json() == {"error": "password can only be set on a link whose visibility is 'password'"}
+    assert client.get(f"{LINKS}/{made}", headers=alice.auth()).json()["visibility"] == "public"

@@ -58,6 +58,7 @@ from slugline.storage.loopwrite import CommitUnknown, LoopWriter, PgLoopWriter, 
 from slugline.storage.sqlhelpers import ids_in, match_ids
 
 NOT_FOUND = "link not found"
+PASSWORD_ONLY = "password can only be set on a link whose visibility is 'password'"
 LINK_ID = re.compile(r"lnk_[0-9A-Za-z]{11}")
 SLUG_ATTEMPTS = 3  # a generated slug that is taken is drawn again; 62^7 slugs make a second clash unlikely
 
@@ -231,7 +232,7 @@ def check_create(caller: Caller, data: Any) -> LinkCreate:
     if body.visibility == Visibility.PASSWORD and not body.password:
         raise Invalid("password is required when visibility is 'password'")
     if body.visibility != Visibility.PASSWORD and body.password is not None:
-        raise Invalid("password can only be set on a link whose visibility is 'password'")
+        raise Invalid(PASSWORD_ONLY)
     return body
 
 
@@ -747,6 +748,8 @@ def check_update(caller: Caller, data: Any) -> tuple[LinkUpdate, set[str]]:
         raise Invalid("the update body is empty: send at least one field to change")
     if bad := non_null_fields(data):
         raise Invalid(f"{bad[0]} cannot be null")
+    if {"password", "visibility"} <= sent and body.visibility != Visibility.PASSWORD:  # the schema's if/then
+        raise Invalid(PASSWORD_ONLY)
     return body, sent
 
 
@@ -869,7 +872,7 @@ def _apply_password(link: LinkRecord, body: LinkUpdate, sent: set[str]) -> None:
         elif not link.password_hash:
             raise Invalid("password is required when visibility is 'password'")
     elif "password" in sent:
-        raise Invalid("password can only be set on a link whose visibility is 'password'")
+        raise Invalid(PASSWORD_ONLY)
     else:
         link.password_hash = None
 
