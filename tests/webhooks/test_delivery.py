@@ -191,7 +191,11 @@ def test_failures_are_retried_with_the_same_id_then_the_endpoint_is_disabled(
     client.post(LINKS, json={"destination_url": "https://example.com/"}, headers=alice.auth())
     receiver.wait_for(lambda events: len(events) == 1)
     assert len({msg_id for msg_id, _ in receiver.arrivals}) == 1 and len(receiver.arrivals) == 4
-    log = client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json()["data"]
+    # The worker writes an attempt's row once the receiver has answered: read the log when it has caught up.
+    end = time.monotonic() + 10
+    while len(log := client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json()["data"]) < 4:
+        assert time.monotonic() < end, log
+        time.sleep(0.05)
     assert [a["status"] for a in log] == [200, 503, 503, 503]
     assert log[1]["error"] == "the endpoint answered 503"
     # Send again: the same id arrives once more.
