@@ -131,3 +131,12 @@ def test_the_installed_command_writes_the_export(
     )
     assert done.returncode == 0, done.stderr
     assert path.read_bytes() == client.get(EXPORT, headers=alice.auth()).content
+
+
+def test_the_export_help_names_the_values_a_filter_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--device` takes what the REST filter takes; its help lists them, from the same model's Literal."""
+    with pytest.raises(SystemExit):
+        cli.main(["clicks", "export", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--device DEVICE Only clicks from this kind of device: desktop, mobile, tablet or other" in out
+    assert "--browser BROWSER Only clicks from this browser --os" in out  # a free-text filter: no list

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Literal, get_args, get_origin
 
 from slugline import __version__, admin
 from slugline.common.inputs import FILTERS, ClickFilters
@@ -93,6 +93,14 @@ def _granian(args: argparse.Namespace, settings: Settings) -> None:
         respawn_failed_workers=True,  # a worker that dies (OOM, kill -9) is replaced; the others keep answering
         **granian_options(settings),  # its own lines in SLUGLINE_LOG_FORMAT too
     ).serve()
+
+
+def _filter_help(name: str) -> str:
+    """A filter's help from the model, with its values where the model names them (as the OpenAPI enum does)."""
+    field = ClickFilters.model_fields[name]
+    values = [str(v) for arg in get_args(field.annotation) if get_origin(arg) is Literal for v in get_args(arg)]
+    described = (field.description or "").rstrip(".")
+    return f"{described}: {', '.join(values[:-1])} or {values[-1]}" if len(values) > 1 else described
 
 
 def cmd_clicks_export(args: argparse.Namespace) -> int:
@@ -238,7 +246,7 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--to", metavar="DATE", help="last day (YYYY-MM-DD, UTC); default today")
     export.add_argument("--format", choices=["csv", "ndjson"], help="csv (default, with a header row) or ndjson")
     for name in FILTERS:  # every filter the REST export takes, with its help from the same model
-        export.add_argument(f"--{name}", metavar=name.upper(), help=ClickFilters.model_fields[name].description)
+        export.add_argument(f"--{name}", metavar=name.upper(), help=_filter_help(name))
     export.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
     export.set_defaults(func=cmd_clicks_export)
     prune = clicks.add_parser("prune", help="delete clicks older than SLUGLINE_CLICK_LOG_DAYS now (servers do it too)")
