@@ -159,13 +159,13 @@ def test_on_postgresql_click_batches_go_on_while_the_new_key_is_built(pg_url: st
     with engine.connect() as writing, engine.connect().execution_options(isolation_level="AUTOCOMMIT") as watching:
         writing.execute(text(CLICK_ROW))  # a batch under way: its transaction stays open
         migration.start()
-        waiting = text(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        )
+        # Sessions the batch holds back (other tests share the database and may wait on locks of their own)
+        held_back = text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))")
+        batch = {"pid": writing.execute(text("SELECT pg_backend_pid()")).scalar_one()}
         deadline = time.monotonic() + 10
-        while not watching.execute(waiting).scalar_one() and time.monotonic() < deadline:
+        while not watching.execute(held_back, batch).scalar_one() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert watching.execute(waiting).scalar_one() == 1
+        assert watching.execute(held_back, batch).scalar_one() == 1
         with engine.begin() as conn:  # another batch, while the migration waits
             conn.execute(text("SET LOCAL lock_timeout = '2s'"))
             conn.execute(text(CLICK_ROW))
