@@ -19,26 +19,19 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from slugline.storage import quiettriggers
+
 revision: str = "0020"
 down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-SETTING = "slugline.no_link_created_webhooks"
-_NAME = "links_webhook_created"
-
-
-def _trigger(condition: str) -> None:
-    if op.get_bind().dialect.name != "postgresql":
-        return
-    op.execute(f"DROP TRIGGER IF EXISTS {_NAME} ON links")
-    op.execute(f"CREATE TRIGGER {_NAME} AFTER INSERT ON links FOR EACH ROW{condition} EXECUTE FUNCTION {_NAME}()")
+_NAMES = ("links_webhook_created",)
 
 
 def upgrade() -> None:
-    # current_setting(..., true) is null when the setting was never made, '' after a transaction that made it ended.
-    _trigger(f" WHEN (current_setting('{SETTING}', true) IS DISTINCT FROM NEW.account_id::text)")
+    quiettriggers.remake(op, _NAMES, "INSERT", quiettriggers.IMPORTING)
 
 
 def downgrade() -> None:
-    _trigger("")
+    quiettriggers.remake(op, _NAMES, "INSERT", None)

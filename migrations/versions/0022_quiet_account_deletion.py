@@ -18,27 +18,19 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from slugline.storage import quiettriggers
+
 revision: str = "0022"
 down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-SETTING = "slugline.deleting_account"
 _NAMES = ("links_cube_deleted", "links_webhook_deleted")
 
 
-def _triggers(condition: str) -> None:
-    if op.get_bind().dialect.name != "postgresql":
-        return
-    for name in _NAMES:
-        op.execute(f"DROP TRIGGER IF EXISTS {name} ON links")
-        op.execute(f"CREATE TRIGGER {name} AFTER DELETE ON links FOR EACH ROW{condition} EXECUTE FUNCTION {name}()")
-
-
 def upgrade() -> None:
-    # current_setting(..., true) is null when the setting was never made, '' after a transaction that made it ended.
-    _triggers(f" WHEN (current_setting('{SETTING}', true) IS DISTINCT FROM OLD.account_id::text)")
+    quiettriggers.remake(op, _NAMES, "DELETE", quiettriggers.DELETING)
 
 
 def downgrade() -> None:
-    _triggers("")
+    quiettriggers.remake(op, _NAMES, "DELETE", None)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, select, text, tuple_, update
+from sqlalchemy import and_, delete, select, tuple_, update
 from sqlalchemy.exc import DBAPIError
 
 from slugline import _core
@@ -51,6 +51,7 @@ from slugline.common.models import (
 )
 from slugline.oauth.models import OAuthGrant
 from slugline.runtime import Runtime
+from slugline.storage import quiettriggers
 from slugline.storage.db import Database
 
 LINKS = 500  # links deleted per transaction
@@ -59,7 +60,7 @@ DEADLOCK, DEADLOCK_TRIES = "40P01", 3  # PostgreSQL's deadlock_detected, and how
 CLOSED = "deleting"  # the plan of an account its owner deleted while the servers take the rest (`finish_closed`)
 Hooks = Sequence[Callable[[str, str | None], None]]
 # PostgreSQL's per-row triggers of a link's deletion skip the account's rows for the rest of the transaction (0022).
-_DELETING_PG = text("SELECT set_config('slugline.deleting_account', :account, true)")
+_DELETING_PG = quiettriggers.naming(quiettriggers.DELETING)
 
 
 @dataclass

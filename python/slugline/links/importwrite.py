@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 from slugline.common.models import Account, Link, LinkRecord
 from slugline.links import service as links
 from slugline.search import feed as searchfeed
+from slugline.storage import quiettriggers
 
 _LINKS = cast(Table, Link.__table__)
 _ACCOUNTS = cast(Table, Account.__table__)
@@ -53,7 +54,7 @@ _SUBSCRIBED = (
 )
 _WEBHOOK_TRIGGER = "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name = 'links_webhook_created'"
 # PostgreSQL's webhook trigger of a create skips the account's rows for the rest of the transaction (migration 0020).
-_QUIET_PG = text("SELECT set_config('slugline.no_link_created_webhooks', :account, true)")
+_QUIET_PG = quiettriggers.naming(quiettriggers.IMPORTING)
 _COPY_FEED = "COPY link_changes (account_id, version, link_id) FROM STDIN"
 
 
