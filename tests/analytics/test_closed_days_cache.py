@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.testclient import TestClient
@@ -37,6 +38,15 @@ def _link(client: TestClient, who: Account, slug: str) -> str:
     return str(made.json()["id"])
 
 
+def _clicked(
+    client: TestClient, who: Account, runtime: Runtime, **clicks: Sequence[tuple[int, str, str | None]]
+) -> list[str]:
+    """A link for each slug named, with its (epoch day, user agent, utm_source) clicks recorded; their ids."""
+    ids = {slug: _link(client, who, slug) for slug in clicks}
+    _record(runtime, [(ids[slug], *click) for slug, made in clicks.items() for click in made])
+    return list(ids.values())
+
+
 def _get(client: TestClient, who: Account, path: str = "/analytics", key: str = "full", **params: Any) -> Any:
     answer = client.get(f"/api/v1{path}", params=params, headers=who.auth(key))
     assert answer.status_code == 200, answer.text
@@ -55,12 +65,8 @@ SHAPES: list[dict[str, Any]] = [
 def test_an_answer_from_the_cache_is_the_answer_read_afresh(
     client: TestClient, alice: Account, runtime: Runtime
 ) -> None:
-    a, b = _link(client, alice, "ca"), _link(client, alice, "cb")
-    _record(
-        runtime,
-        [(a, TODAY - d, CHROME if d % 2 else IPHONE, "google.com" if d % 3 else None) for d in range(20)]
-        + [(b, TODAY - d, IPHONE, "google.com") for d in range(0, 20, 4)],
-    )
+    ca = [(TODAY - d, CHROME if d % 2 else IPHONE, "google.com" if d % 3 else None) for d in range(20)]
+    a, b = _clicked(client, alice, runtime, ca=ca, cb=[(TODAY - d, IPHONE, "google.com") for d in range(0, 20, 4)])
     asked = [(path, shape) for shape in SHAPES for path in ("/analytics", f"/links/{a}/analytics")]
     first = [_get(client, alice, path, **shape) for path, shape in asked]
     hits = runtime.analytics.hits
@@ -78,8 +84,7 @@ def test_an_answer_from_the_cache_is_the_answer_read_afresh(
 def test_a_late_click_on_a_closed_day_and_a_click_today_are_counted_at_once(
     client: TestClient, alice: Account, runtime: Runtime
 ) -> None:
-    link = _link(client, alice, "late")
-    _record(runtime, [(link, TODAY - 10, CHROME, "google.com")] * 3)
+    [link] = _clicked(client, alice, runtime, late=[(TODAY - 10, CHROME, "google.com")] * 3)
     for shape in ({"days": 30}, {"days": 30, "source": "google.com"}):
         assert _get(client, alice, **shape)["total_clicks"] == 3
         assert _get(client, alice, f"/links/{link}/analytics", **shape)["total_clicks"] == 3
@@ -99,11 +104,8 @@ def test_a_late_click_on_a_closed_day_and_a_click_today_are_counted_at_once(
 def test_a_link_hidden_after_its_answer_was_kept_leaves_the_public_view(
     client: TestClient, alice: Account, runtime: Runtime
 ) -> None:
-    shown, hidden = _link(client, alice, "shown"), _link(client, alice, "hidden")
-    _record(
-        runtime,
-        [(shown, TODAY - 5, CHROME, None), (hidden, TODAY - 5, CHROME, None), (hidden, TODAY - 6, CHROME, None)],
-    )
+    hidden_clicks = [(TODAY - 5, CHROME, None), (TODAY - 6, CHROME, None)]
+    shown, hidden = _clicked(client, alice, runtime, shown=[(TODAY - 5, CHROME, None)], hidden=hidden_clicks)
     for key in ("public", "full"):
         assert _get(client, alice, key=key, days=30)["total_clicks"] == 3
     change = client.put(f"/api/v1/links/{hidden}", json={"visibility": "private"}, headers=alice.auth())
