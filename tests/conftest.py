@@ -1,5 +1,6 @@
-"""Fixtures: a real SQLite file and a real PostgreSQL schema per test, the app, accounts with keys, Redis, and real
-`slugline serve` processes; and the marks that keep those processes out of the fast loop (`-m "not e2e"`)."""
+"""Fixtures: a real SQLite file and a real PostgreSQL schema per test, the app, accounts with keys, a client signed in
+to the dashboard, Redis, and real `slugline serve` processes; and the marks that keep those processes out of the fast
+loop (`-m "not e2e"`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from slugline.runtime import Runtime
 from slugline.settings import Settings
 from slugline.storage import migrate
 from slugline.storage.db import normalize_url
+from tests.dashboard.pages import sign_up
 from tests.support.helpers import BASE_URL, POSTGRES_URL, REDIS_URL, Account, ClientFactory, make_settings, unavailable
 from tests.support.server import Server, ServerFactory
 
@@ -162,6 +164,14 @@ def make_account(runtime: Runtime, client: TestClient) -> Callable[..., Account]
 @pytest.fixture
 def alice(make_account: Callable[..., Account]) -> Account:
     return make_account("alice")
+
+
+@pytest.fixture
+def owner(client: TestClient, runtime: Runtime) -> TestClient:
+    """The test client signed in (through the dashboard's form) as an account on the developer plan."""
+    sign_up(client, "ada")
+    accounts.set_plan(runtime, "ada", "developer")
+    return client
 
 
 @pytest.fixture

@@ -12,10 +12,8 @@ import pytest
 from selectolax.lexbor import LexborHTMLParser
 from starlette.testclient import TestClient
 
-from slugline.accounts import service as accounts
-from slugline.runtime import Runtime
 from slugline.settings import Settings
-from tests.dashboard.pages import new_link, sign_up
+from tests.dashboard.pages import new_link
 from tests.support.geodb import BERLIN_V4, LYON_V6, PARIS_V4, write_db
 from tests.support.helpers import BASE_URL, CHROME, LINKS, Account, ClientFactory, create, make_settings
 from tests.support.mcp_calls import tool
@@ -82,20 +80,18 @@ def test_countries_and_cities_in_rest_and_mcp(
 
 
 def test_the_dashboard_shows_countries_with_flags(
-    client: TestClient, runtime: Runtime, make_client: ClientFactory, tmp_path: Path
+    owner: TestClient, make_client: ClientFactory, tmp_path: Path
 ) -> None:
-    sign_up(client, "ada")
-    accounts.set_plan(runtime, "ada", "developer")
-    link_id = new_link(client, destination_url="https://example.com/", slug="geo-dash")
+    link_id = new_link(owner, destination_url="https://example.com/", slug="geo-dash")
     _visits(make_client, tmp_path, "geo-dash")
     end = time.monotonic() + 10
     wanted = ('aria-hidden="true">🇫🇷</span>', "🇩🇪", "🇮🇹", "Lyon", "Berlin")  # every click written
-    while not all(text in (page := client.get("/app/analytics").text) for text in wanted):
+    while not all(text in (page := owner.get("/app/analytics").text) for text in wanted):
         assert time.monotonic() < end, page
         time.sleep(0.05)
     assert 'id="t-countries"' in page and 'id="t-cities"' in page
-    assert "🇩🇪" in client.get(f"/app/links/{link_id}").text
-    assert "🇩🇪" not in client.get("/app/analytics?country=FR").text.split('id="t-countries"')[1]
+    assert "🇩🇪" in owner.get(f"/app/links/{link_id}").text
+    assert "🇩🇪" not in owner.get("/app/analytics?country=FR").text.split('id="t-countries"')[1]
 
 
 def _map_shades(page: str) -> dict[str, tuple[str, str | None]]:
@@ -111,15 +107,13 @@ def _map_shades(page: str) -> dict[str, tuple[str, str | None]]:
 
 
 def test_the_dashboard_draws_the_countries_on_a_world_map(
-    client: TestClient, runtime: Runtime, make_client: ClientFactory, tmp_path: Path
+    owner: TestClient, make_client: ClientFactory, tmp_path: Path
 ) -> None:
-    sign_up(client, "ada")
-    accounts.set_plan(runtime, "ada", "developer")
-    link_id = new_link(client, destination_url="https://example.com/", slug="geo-map")
-    assert "world-map" not in client.get("/app/analytics").text  # no click has a country yet: no map
+    link_id = new_link(owner, destination_url="https://example.com/", slug="geo-map")
+    assert "world-map" not in owner.get("/app/analytics").text  # no click has a country yet: no map
     _visits(make_client, tmp_path, "geo-map")
     end = time.monotonic() + 10
-    while "Italy: 1 click" not in (page := client.get("/app/analytics?days=7").text):  # every click written
+    while "Italy: 1 click" not in (page := owner.get("/app/analytics?days=7").text):  # every click written
         assert time.monotonic() < end, page
         time.sleep(0.05)
     assert '<h2 id="t-map">Clicks by country</h2>' in page and 'href="#t-countries"' in page
@@ -132,9 +126,9 @@ def test_the_dashboard_draws_the_countries_on_a_world_map(
     assert shades["JP"] == ("s0", None) and shades["GB"] == ("s0", None)
     assert "France: 3 clicks" in page and "Japan: no clicks" in page
 
-    french = _map_shades(client.get("/app/analytics?country=FR").text)
+    french = _map_shades(owner.get("/app/analytics?country=FR").text)
     assert french["FR"] == ("s5", None)  # the filter applied: no link to it
     assert {code for code, (shade, _) in french.items() if shade != "s0"} == {"FR"}
-    one = _map_shades(client.get(f"/app/links/{link_id}?city=Berlin").text)  # a link's page has it too
+    one = _map_shades(owner.get(f"/app/links/{link_id}?city=Berlin").text)  # a link's page has it too
     assert one["DE"] == ("s5", "?city=Berlin&country=DE")
     assert {code for code, (shade, _) in one.items() if shade != "s0"} == {"DE"}

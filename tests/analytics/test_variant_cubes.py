@@ -14,13 +14,12 @@ from alembic import command
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from slugline.accounts import service as accounts
 from slugline.clicks.retention import prune
 from slugline.common.models import Click
 from slugline.runtime import Runtime
 from slugline.settings import Settings
 from slugline.storage import migrate
-from tests.dashboard.pages import new_link, sign_up
+from tests.dashboard.pages import new_link
 from tests.support.helpers import (
     BASE_URL,
     CHROME,
@@ -182,15 +181,13 @@ def test_migration_0021_counts_stored_clicks_under_their_variant(
 
 
 @SQLITE_ONLY
-def test_the_dashboard_filters_by_a_variants_row(client: TestClient, runtime: Runtime) -> None:
-    sign_up(client, "ada")
-    accounts.set_plan(runtime, "ada", "developer")
+def test_the_dashboard_filters_by_a_variants_row(owner: TestClient, runtime: Runtime) -> None:
     text = "\n".join(f"{v['weight']} {v['to']}" for v in VARIANTS)
-    link_id = new_link(client, destination_url="https://example.com/", slug="split-dash", variants=text)
-    _record(client, link_id)
-    page = client.get(f"/app/links/{link_id}?days=90").text
+    link_id = new_link(owner, destination_url="https://example.com/", slug="split-dash", variants=text)
+    _record(owner, link_id)
+    page = owner.get(f"/app/links/{link_id}?days=90").text
     assert 'href="?days=90&amp;variant=1" title="Show only clicks sent to variant 2"' in page
-    filtered = client.get(f"/app/links/{link_id}?days=90&variant=1").text
+    filtered = owner.get(f"/app/links/{link_id}?days=90&variant=1").text
     assert "variant: 2" in filtered, "variants are numbered from 1 on the page"
     clicks, visitors = _exact(runtime, link_id, {"days": 90, "variant": 1})[1]
     assert f'<div class="value">{clicks}</div>' in filtered and f'<div class="value">{visitors}</div>' in filtered
