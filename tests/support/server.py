@@ -143,14 +143,15 @@ def make_account(server: Server, username: str, plan: str = "developer") -> Keys
 ServerFactory = Callable[..., Server]
 
 
-def wait_for(check: Callable[[], T | None], deadline: float = 15.0, what: str = "condition") -> T:
-    """Poll `check` until it returns something truthy; fail after `deadline` seconds."""
+def wait_for(check: Callable[[], T | None], deadline: float = 15.0, what: str | Callable[[], str] = "condition") -> T:
+    """Poll `check` until it returns something truthy; fail after `deadline` seconds, naming `what` (a callable is
+    asked only then, so that it can tell what things look like at the time)."""
     end = time.monotonic() + deadline
     while True:
         found = check()
         if found:
             return found
-        assert time.monotonic() < end, f"timed out waiting for {what}"
+        assert time.monotonic() < end, f"timed out waiting for {what() if callable(what) else what}"
         time.sleep(0.05)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -22,6 +23,7 @@ from slugline.webhooks import outbox, worker
 from tests.support.geodb import BERLIN_V6, PARIS_V4, UNKNOWN_V4, write_db
 from tests.support.helpers import BASE_URL, CHROME, LINKS, Account, ClientFactory
 from tests.support.receiver import Receiver
+from tests.support.server import wait_for
 
 HOOKS = "/api/v1/webhooks"
 PLACE = {"country", "region", "city"}
@@ -34,6 +36,7 @@ FAST = {
     "webhooks_timeout_seconds": 2,
     "click_flush_seconds": 0.1,
 }
+Log = list[dict[str, Any]]  # an endpoint's delivery log, as GET .../attempts lists it
 
 
 def _account(client: TestClient, rt: Runtime) -> Account:
@@ -71,23 +74,31 @@ def test_link_events_arrive_signed_with_the_links_json(make_client: ClientFactor
     # The log's rows are written after the receiver answered, so they may lag its events. Each delivery that reached
     # it is in the log once: 200, or (a server so loaded that the answer came after the timeout) an error, and then
     # the message sent again with its id until a 200.
-    log = _log_once_delivered(client, alice, hook["id"], receiver)
+    log = _log_when(client, alice, hook["id"], partial(_caught_up, receiver))
     assert len(log) == len(receiver.arrivals), log
     assert sorted(a["message_id"] for a in log if a["status"] == 200) == sorted(receiver.events), log
     assert {a["message_id"] for a in log} == set(receiver.events)
 
 
-def _log_once_delivered(client: TestClient, who: Account, hook_id: str, receiver: Receiver) -> list[dict[str, Any]]:
-    """The endpoint's delivery log once a 200 is logged for every message the receiver got, and an attempt for every
-    delivery it had."""
-    end = time.monotonic() + 15
-    while True:
-        log: list[dict[str, Any]] = client.get(f"{HOOKS}/{hook_id}/attempts", headers=who.auth()).json()["data"]
-        delivered = {a["message_id"] for a in log if a["status"] == 200}
-        if delivered >= set(receiver.events) and len(log) >= len(receiver.arrivals):
-            return log
-        assert time.monotonic() < end, f"logged {log} of {len(receiver.arrivals)} deliveries"
-        time.sleep(0.05)
+def _log_when(client: TestClient, who: Account, hook_id: str, ready: Callable[[Log], bool]) -> Log:
+    """The endpoint's delivery log once it is `ready`: a worker writes an attempt's row after the receiver answered,
+    so the log may lag what the receiver had."""
+
+    def log() -> Log:
+        found: Log = client.get(f"{HOOKS}/{hook_id}/attempts", headers=who.auth()).json()["data"]
+        return found
+
+    def when_ready() -> Log | None:
+        found = log()
+        return found if ready(found) else None
+
+    return wait_for(when_ready, what=lambda: f"the delivery log; it holds {log()}")
+
+
+def _caught_up(receiver: Receiver, log: Log) -> bool:
+    """A 200 is logged for every message the receiver got, and an attempt for every delivery it had."""
+    delivered = {a["message_id"] for a in log if a["status"] == 200}
+    return delivered >= set(receiver.events) and len(log) >= len(receiver.arrivals)
 
 
 def test_clicks_arrive_in_batches_of_at_most_a_hundred(make_client: ClientFactory, receiver: Receiver) -> None:
@@ -122,14 +133,16 @@ def _clicked_messages(rt: Runtime, endpoint_id: str, clicks: int) -> dict[str, i
     click batches, in their transactions."""
     m = outbox.MESSAGES.c
     query = select(m.id, m.data).where(m.endpoint_id == endpoint_id, m.type == outbox.CLICKED)
-    end = time.monotonic() + 30
-    while True:
+
+    def written() -> dict[str, int]:
         with rt.db.engine.connect() as conn:
-            found = {msg_id: len(orjson.loads(data)) for msg_id, data in conn.execute(query)}
-        if sum(found.values()) >= clicks:
-            return found
-        assert time.monotonic() < end, f"{sum(found.values())} of {clicks} clicks written"
-        time.sleep(0.05)
+            return {msg_id: len(orjson.loads(data)) for msg_id, data in conn.execute(query)}
+
+    def all_written() -> dict[str, int] | None:
+        found = written()
+        return found if sum(found.values()) >= clicks else None
+
+    return wait_for(all_written, deadline=30, what=lambda: f"{clicks} clicks; {sum(written().values())} written")
 
 
 def test_clicks_carry_their_place_where_known(make_client: ClientFactory, receiver: Receiver, tmp_path: Path) -> None:
@@ -191,30 +204,26 @@ def test_failures_are_retried_with_the_same_id_then_the_endpoint_is_disabled(
     client.post(LINKS, json={"destination_url": "https://example.com/"}, headers=alice.auth())
     receiver.wait_for(lambda events: len(events) == 1)
     assert len({msg_id for msg_id, _ in receiver.arrivals}) == 1 and len(receiver.arrivals) == 4
-    # The worker writes an attempt's row once the receiver has answered: read the log when it has caught up.
-    end = time.monotonic() + 10
-    while len(log := client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json()["data"]) < 4:
-        assert time.monotonic() < end, log
-        time.sleep(0.05)
+    log = _log_when(client, alice, hook["id"], lambda log: len(log) >= 4)
     assert [a["status"] for a in log] == [200, 503, 503, 503]
     assert log[1]["error"] == "the endpoint answered 503"
     # Send again: the same id arrives once more.
     msg_id = log[0]["message_id"]
     again = client.post(f"{HOOKS}/{hook['id']}/messages/{msg_id}/resend", headers=alice.auth())
     assert again.status_code == 202
-    end = time.monotonic() + 10
-    while len(receiver.arrivals) < 5 and time.monotonic() < end:
-        time.sleep(0.05)
+    wait_for(lambda: len(receiver.arrivals) >= 5, what=lambda: f"the message sent again; arrived {receiver.arrivals}")
     assert receiver.arrivals[-1][0] == msg_id
     # Failing past the give-up time disables it; the account sees why.
     rt.settings.webhooks_give_up_seconds = 0.3
     receiver.answer = lambda n: 500
     client.post(LINKS, json={"destination_url": "https://example.com/"}, headers=alice.auth())
-    end = time.monotonic() + 10
-    while client.get(f"{HOOKS}/{hook['id']}", headers=alice.auth()).json()["enabled"] and time.monotonic() < end:
-        time.sleep(0.05)
-    got = client.get(f"{HOOKS}/{hook['id']}", headers=alice.auth()).json()
-    assert not got["enabled"] and "24 hours" in got["disabled_reason"] and got["failing_since"]
+
+    def disabled() -> dict[str, Any] | None:
+        got: dict[str, Any] = client.get(f"{HOOKS}/{hook['id']}", headers=alice.auth()).json()
+        return None if got["enabled"] else got
+
+    got = wait_for(disabled, what="the endpoint to be disabled")
+    assert "24 hours" in got["disabled_reason"] and got["failing_since"]
     # Back on, with the receiver well: what waited is delivered.
     receiver.answer = lambda n: 200
     client.patch(f"{HOOKS}/{hook['id']}", json={"enabled": True}, headers=alice.auth())
@@ -226,10 +235,7 @@ def test_a_private_address_is_refused_unless_allowed(make_client: ClientFactory,
     alice = _account(client, rt)
     hook = client.post(HOOKS, json={"url": receiver.url}, headers=alice.auth()).json()  # checked at delivery
     client.post(LINKS, json={"destination_url": "https://example.com/"}, headers=alice.auth())
-    end = time.monotonic() + 10
-    while not (log := client.get(f"{HOOKS}/{hook['id']}/attempts", headers=alice.auth()).json()["data"]):
-        assert time.monotonic() < end
-        time.sleep(0.05)
+    log = _log_when(client, alice, hook["id"], bool)
     assert log[0]["status"] is None and "private or reserved" in log[0]["error"]
     assert not receiver.arrivals
 
