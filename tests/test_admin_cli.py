@@ -15,7 +15,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from slugline import admin, cli
+from slugline.accounts import deletion
+from slugline.accounts import service as accounts
 from slugline.accounts.identitycache import TRUST_SECONDS
+from slugline.runtime import Runtime
 from slugline.settings import Settings
 from tests.support.helpers import LINKS, SQLITE_ONLY, Account
 
@@ -92,6 +95,13 @@ def test_refusals_exit_1_and_usage_errors_2(slugline: Any, alice: Account, monke
     assert code == 1 and "at least 8 characters" in err
     assert slugline("accounts", "set-plan", "alice", "platinum")[0] == 2
     assert slugline("links", "list")[0] == 2, "--account is required"
+
+
+def test_a_deleting_accounts_plan_is_refused(slugline: Any, runtime: Runtime, alice: Account) -> None:
+    deletion.close_own(runtime, accounts.operator(runtime, "alice"), alice.password)
+    refused = "error: account 'alice' is being deleted: its plan can no longer be changed\n"
+    assert slugline("accounts", "set-plan", "alice", "pro") == (1, "", refused)
+    assert _json(slugline("accounts", "show", "alice", "--json"))["plan"] == deletion.CLOSED
 
 
 def test_keys(slugline: Any, client: TestClient, alice: Account) -> None:

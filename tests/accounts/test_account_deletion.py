@@ -12,7 +12,8 @@ from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
 from slugline.accounts import deletion
-from slugline.common.errors import NotFound
+from slugline.accounts import service as accounts
+from slugline.common.errors import Conflict, NotFound
 from slugline.common.models import (
     Account,
     ApiKey,
@@ -132,6 +133,26 @@ def test_a_deletion_stopped_half_way_is_finished_by_running_it_again(
     monkeypatch.undo()
     assert deletion.delete_account(runtime, "cid", links=2)["links"] == 5
     assert _account_id(runtime, "cid") == 0 and _held(runtime, cid_id)["links"] == 0
+
+
+def test_a_closed_accounts_plan_cannot_be_changed_so_its_upkeep_goes_on(
+    runtime: Runtime, client: TestClient, make_account: Any
+) -> None:
+    """The plan `deleting` is what the upkeep looks for: a new plan would leave the account closed but half there for
+    good, its links still redirecting. So set-plan refuses it, and the upkeep takes the account as before."""
+    dee = make_account("dee")
+    _fill(client, dee, links=3, clicks=2)
+    deletion.close_own(runtime, accounts.operator(runtime, "dee"), dee.password)
+
+    with pytest.raises(Conflict, match="'dee' is being deleted"):
+        accounts.set_plan(runtime, "Dee", "pro")
+    assert accounts.show_account(runtime, "dee")["plan"] == deletion.CLOSED
+    assert _held(runtime, _account_id(runtime, "dee"))["links"] == 4, "the upkeep has not run yet"
+    for _ in deletion.finish_closed(runtime.db, links=2):
+        pass
+    assert _account_id(runtime, "dee") == 0
+    with pytest.raises(NotFound):
+        accounts.set_plan(runtime, "dee", "pro")
 
 
 def test_batch_sizes_must_be_positive(runtime: Runtime) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from slugline import _core
 from slugline.accounts import callers
+from slugline.accounts.deletion import CLOSED
 from slugline.accounts.keys import key_dict
 from slugline.common.caller import Caller, TokenScope
 from slugline.common.clock import isoformat, utcnow
@@ -173,14 +174,20 @@ def show_account(rt: Runtime, username: str) -> dict[str, Any]:
 
 
 def set_plan(rt: Runtime, username: str, plan: str) -> None:
+    """`slugline accounts set-plan`. An account its owner deleted keeps the plan `deletion.CLOSED` until the upkeep
+    has taken it (that plan is how the upkeep finds it): changing it would leave the account closed but half there
+    for good, so it is refused (409), in the same statement as the change, whatever the upkeep does meanwhile."""
     if plan not in PLAN_RANK:
         raise ValueError(f"plan must be one of {', '.join(PLAN_RANK)}")
+    named = Account.username == username.lower()
     with rt.db.session() as session:
         account_id = session.scalar(
-            update(Account).where(Account.username == username.lower()).values(plan=plan).returning(Account.id)
+            update(Account).where(named, Account.plan != CLOSED).values(plan=plan).returning(Account.id)
         )
         if account_id is None:
-            raise NotFound(f"no account named '{username}'")
+            if session.scalar(select(Account.id).where(named)) is None:
+                raise NotFound(f"no account named '{username}'")
+            raise Conflict(f"account '{username.lower()}' is being deleted: its plan can no longer be changed")
     callers.forget(rt, account_id)
 
 
