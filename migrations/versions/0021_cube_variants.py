@@ -13,8 +13,11 @@ their sketch: a visitor returning later today may count twice). Rows are saved a
 an account whose closed days change gets a new cube epoch (0019) and no worker keeps answers made before. As 0009:
 run it with the click writers stopped.
 
-The downgrade moves them back, so that upgrading again does not count them twice; the cubes stay in version 3, which
-the code before this revision cannot read.
+The downgrade leaves every cube as the code before this revision reads it, in version 2: each variant's clicks and
+visitors counted as without one, as an account's views count a link's (the clicks past the click log's retention too,
+which the log could not move back), so that upgrading again counts the log's clicks under their variant once more and
+none twice. The code before this revision cannot read version 3 at all, so every row in it is rewritten, views
+included (rows of versions 1 and 2 are left as they are), and saved as the click writer saves them (new epochs).
 
 Revision ID: 0021
 Revises: 0020
@@ -33,19 +36,35 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 CHUNK = 50_000
+CUBES = 500  # rows the downgrade reads and rewrites at a time
 
 
 def upgrade() -> None:
-    _recount(with_variants=True)
+    _recount()
 
 
 def downgrade() -> None:
-    _recount(with_variants=False)
+    """Every cube of version 3 (the first byte of `cube`) rewritten in version 2 (`_core.without_variants`), a chunk
+    of rows at a time in key order."""
+    from slugline import _core
+    from slugline.clicks import cubes
+
+    conn = op.get_bind()
+    page = sa.text(
+        "SELECT account_id, scope, level, bucket FROM click_cubes "
+        "WHERE (account_id, scope, level, bucket) > (:account, :scope, :level, :bucket) "
+        "ORDER BY account_id, scope, level, bucket LIMIT :n"
+    )
+    after: dict[str, object] = {"account": -1, "scope": "", "level": -1, "bucket": -1, "n": CUBES}
+    while keys := [(int(a), str(s), int(lv), int(b)) for a, s, lv, b in conn.execute(page, after)]:
+        stored = cubes.read(conn, keys)
+        cubes.save(conn, [_core.without_variants(row) for row in stored if row[4][:1] == b"\x03"])
+        after |= dict(zip(("account", "scope", "level", "bucket"), keys[-1], strict=True))
 
 
-def _recount(with_variants: bool) -> None:
-    """Every click of the log with a variant: its link's cubes counted without it (`with_variants`) or with it are
-    taken out, and added back counted the other way."""
+def _recount() -> None:
+    """Every click of the log with a variant: its link's cubes counted without it are taken out, and added back
+    counted with it."""
     from slugline import _core
     from slugline.clicks import cubes
 
@@ -64,9 +83,8 @@ def _recount(with_variants: bool) -> None:
         clicks = [(r[0], _unix(r[1]), r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows]
         kept = [(r[9], r[10], int(r[11])) for r in rows]
         plain = [(country, city, None) for country, city, _ in kept]
-        counted, recounted = (plain, kept) if with_variants else (kept, plain)
-        out = _core.BatchCubes.from_clicks(clicks, owners, views=False, details=counted)
-        back = _core.BatchCubes.from_clicks(clicks, owners, views=False, details=recounted)
+        out = _core.BatchCubes.from_clicks(clicks, owners, views=False, details=plain)
+        back = _core.BatchCubes.from_clicks(clicks, owners, views=False, details=kept)
         stored = cubes.read(conn, out.keys())
         there = {row[:4] for row in stored}
         taken = [

@@ -50,6 +50,7 @@ __all__ = [
     "top_links",
     "verify_key",
     "verify_password",
+    "without_variants",
 ]
 
 __version__: str
@@ -420,6 +421,10 @@ def move_link(
 def recount(stored: _StoredCube, parts: list[tuple[bytes, bytes | None, bytes | None, bytes | None]]) -> _NewCube:
     """``stored`` (an account view's day row) made again from its links' day cubes ``parts`` ``(cube, uniques,
     hours, sketches)``, its per-link counts kept: exact visitors after a link left the view."""
+
+def without_variants(stored: _StoredCube) -> _NewCube:
+    """``stored`` as a cube of the version before variants (2), its clicks and visitors of every variant counted as
+    without one: what migration 0021's downgrade leaves for the code before it, which cannot read version 3."""
 
 def compose(key: _CubeKey, parts: list[tuple[str, tuple[bytes, bytes | None, bytes | None, bytes | None]]]) -> _NewCube:
     """The row ``key`` of an account view made from its links' cubes ``(link id, (cube, uniques, hours,

@@ -14,6 +14,9 @@ use crate::useragent::Device;
 /// Version 2 adds each combination's country and city; version 1 cubes (written before) read as unknown places.
 /// Version 3 adds its variant (a byte after the city); cubes written before read as clicks without a variant.
 const VERSION: u8 = 3;
+/// The version before variants, which a cube keeping none is written in for code that cannot read 3 (0021's
+/// downgrade).
+pub const VERSION_2: u8 = 2;
 /// Visitor counts are kept in sixteenths: estimates past the exact range have fractions, which only matter summed.
 pub const VISITOR_SCALE: f64 = 16.0;
 /// Bound on any count read back: a cube never holds more entries than this.
@@ -38,6 +41,15 @@ fn id(id: u32) -> u64 {
 
 impl Cube {
     pub fn encode(&self) -> Blobs {
+        self.encode_as(VERSION)
+    }
+
+    /// `encode` in `version`, `VERSION_2` or `VERSION`: version 2 has no variant byte, so a cube written in it
+    /// must keep no variants (`without_variants`).
+    pub fn encode_as(&self, version: u8) -> Blobs {
+        debug_assert!(
+            version == VERSION || (version == VERSION_2 && self.combos.keys().all(|d| d.variant == NO_VARIANT))
+        );
         // Only the strings a combination still uses are written, in first-use order of the sorted combinations.
         let mut combos: Vec<(Dims, i64)> = self.combos.iter().map(|(&d, &n)| (d, n)).collect();
         combos.sort_unstable_by(|a, b| self.order(&a.0).cmp(&self.order(&b.0)));
@@ -66,7 +78,7 @@ impl Cube {
             })
             .collect();
         let mut out = Writer::default();
-        out.byte(VERSION);
+        out.byte(version);
         out.uint(strings.len() as u64);
         for s in 0..strings.len() as u32 {
             out.str(strings.name(s));
@@ -78,7 +90,9 @@ impl Cube {
             for s in [new.browser, new.os, new.source, new.referrer, new.country, new.city] {
                 out.uint(id(s));
             }
-            out.byte(new.variant);
+            if version > VERSION_2 {
+                out.byte(new.variant);
+            }
             out.int(n);
             for mask in MASKS {
                 position.entry((mask, old.masked(mask))).or_insert(i);

@@ -18,7 +18,7 @@ use crate::fasthash::{IdMap, IdSet};
 use crate::hll::Hll;
 use crate::rollup::intern::Interner;
 
-pub use blob::Blobs;
+pub use blob::{Blobs, VERSION_2};
 
 /// No string: a click without a referrer host, or a dimension left out of a key.
 pub const NONE: u32 = u32::MAX;
@@ -240,6 +240,14 @@ impl Cube {
                 _ => *self.uniques.entry(key).or_insert(0.0) += theirs,
             }
         }
+    }
+
+    /// This cube with its clicks and visitors of every variant counted as without one, as an account's views count
+    /// a link's (`merge_into_view`): what a cube is before variants were kept (0021's downgrade).
+    pub fn without_variants(&self) -> Cube {
+        let mut plain = Cube::default();
+        plain.merge_into_view(self, 1);
+        plain
     }
 
     /// Makes this view's day cube again from `parts` (the day cubes of the links in the view now), keeping its

@@ -132,12 +132,10 @@ fn variants_survive_encoding_and_merging() {
     assert_eq!(ask(&twice.encode().cube, &[("variant", "1")]).total, 1);
 }
 
-#[test]
-fn cubes_before_version_3_read_as_without_variants() {
-    // The clicks of `SPLIT` before variants were kept, as version 2 wrote them: no variant byte.
-    let made = cubes(&SPLIT.map(|(visitor, _)| (visitor, None)));
-    let blobs = made[&(1, "lnk_a".to_owned(), DAY, 0)].encode();
-    let (strings, combos, own) = blob::decode_cube(&blobs.cube).expect("decode");
+/// The `cube` column of a cube that keeps no variants as version 2 wrote it: no variant byte.
+fn version_2(cube: &[u8]) -> Vec<u8> {
+    let (strings, combos, own) = blob::decode_cube(cube).expect("decode");
+    assert!(combos.iter().all(|(d, _)| d.variant == NO_VARIANT));
     let mut w = Writer::default();
     w.byte(2);
     w.uint(strings.len() as u64);
@@ -157,7 +155,14 @@ fn cubes_before_version_3_read_as_without_variants() {
         w.uint(*i as u64);
         w.uint((v * 16.0) as u64);
     }
-    let old = w.finish();
+    w.finish()
+}
+
+#[test]
+fn cubes_before_version_3_read_as_without_variants() {
+    // The clicks of `SPLIT` before variants were kept, as version 2 wrote them.
+    let made = cubes(&SPLIT.map(|(visitor, _)| (visitor, None)));
+    let old = version_2(&made[&(1, "lnk_a".to_owned(), DAY, 0)].encode().cube);
     let (_, read, _) = blob::decode_cube(&old).expect("version 2");
     assert!(read.iter().all(|(d, _)| d.variant == NO_VARIANT));
     let answer = ask(&old, &[]);
@@ -170,4 +175,28 @@ fn cubes_before_version_3_read_as_without_variants() {
     let answer = ask(&merged.encode().cube, &[]);
     assert_eq!(answer.total, 6);
     assert_eq!(answer.breakdowns[7].get("1"), Some(&1));
+}
+
+#[test]
+fn a_cube_without_its_variants_is_written_as_version_2_wrote_it() {
+    // What the same clicks make with no variant at all, in version 2: to the byte, visitors and sketches included.
+    let key = (1, "lnk_a".to_owned(), DAY, 0);
+    let plain = cubes(&SPLIT.map(|(visitor, _)| (visitor, None)))[&key].encode();
+    let stripped = cubes(&SPLIT)[&key].without_variants().encode_as(VERSION_2);
+    assert_eq!(stripped.cube, version_2(&plain.cube));
+    let others = |b: &Blobs| (b.uniques.clone(), b.hours.clone(), b.sketches.clone());
+    assert_eq!(others(&stripped), others(&plain));
+    let answer = ask(&stripped.cube, &[]);
+    assert_eq!((answer.total, answer.visitors), (5, 4.0));
+    assert!(answer.breakdowns[7].is_empty());
+    // Read back, it is the cube it was made from, less its variants.
+    let back = Cube::decode(
+        &stripped.cube,
+        stripped.uniques.as_deref(),
+        stripped.hours.as_deref(),
+        None,
+        stripped.sketches.as_deref(),
+    )
+    .expect("decode");
+    assert_eq!(back.encode(), plain);
 }

@@ -6,7 +6,7 @@ use super::{core_error, detached, guard};
 use crate::codec::CodecError;
 use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner};
 use crate::cube::query::{analyse as analyse_rows, top_links as top, Filters, Row, DIMENSIONS};
-use crate::cube::{Blobs, Cube};
+use crate::cube::{Blobs, Cube, VERSION_2};
 use crate::fasthash::IdMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -230,6 +230,17 @@ pub fn recount<'py>(py: Python<'py>, stored: StoredRow, parts: Vec<PartRow>) -> 
         Ok((!cube.is_empty()).then(|| cube.encode()))
     })?;
     Ok(to_python(py, key, blobs))
+}
+
+/// `stored` as a cube of the version before variants (2), its clicks and visitors of every variant counted as
+/// without one: what 0021's downgrade leaves for the code before it, which cannot read version 3.
+#[pyfunction]
+pub fn without_variants<'py>(py: Python<'py>, stored: StoredRow) -> PyResult<NewRow<'py>> {
+    let key = (stored.0, stored.1.clone(), stored.2, stored.3);
+    let blobs = detached(py, || -> Result<Blobs, CodecError> {
+        Ok(decode(&stored)?.without_variants().encode_as(VERSION_2))
+    })?;
+    Ok(to_python(py, key, Some(blobs)))
 }
 
 /// The row `key` of an account view made from its links' cubes `parts` `(link id, cube, uniques, hours,

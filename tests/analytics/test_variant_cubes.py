@@ -1,7 +1,8 @@
 """A link's clicks and unique visitors per variant come from its roll-up cubes: they match an exact count of the
 click log under periods and filters (`variant=` among them) in REST and MCP, outlive the click log's retention, the
 dashboard filters by a variant's row, and migration 0021 counts under their variant the clicks the cubes had counted
-without one (its downgrade takes them back out)."""
+without one (its downgrade leaves every cube in version 2, as the code before it reads them, every click counted
+without a variant)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import select
+from sqlalchemy import select, text
 from starlette.testclient import TestClient
 
 from slugline.clicks.retention import prune
@@ -165,6 +166,12 @@ def _downgrade(rt: Runtime, revision: str) -> None:
         command.downgrade(config, revision)
 
 
+def _versions(rt: Runtime) -> set[int]:
+    """The format versions of the stored cubes (each `cube` column's first byte)."""
+    with rt.db.engine.connect() as conn:
+        return {bytes(cube)[0] for cube in conn.execute(text("SELECT cube FROM click_cubes")).scalars()}
+
+
 def test_migration_0021_counts_stored_clicks_under_their_variant(
     client: TestClient, alice: Account, runtime: Runtime
 ) -> None:
@@ -172,12 +179,29 @@ def test_migration_0021_counts_stored_clicks_under_their_variant(
     total = _record(client, link["id"])
     recounted = list(_every_query(client, alice, runtime, link["id"]))
     account = client.get("/api/v1/analytics", params={"days": 90}, headers=alice.auth()).json()
+    assert _versions(runtime) == {3}
     _downgrade(runtime, "0020")  # the cubes as before 0021: every click counted without a variant
+    assert _versions(runtime) == {2}, "the code before 0021 reads cubes of versions 1 and 2 only"
     before = _link_analytics(client, alice, link["id"], days=90)
     assert (before["total_clicks"], _figures(before)) == (total, [(0, 0)] * len(VARIANTS))
+    assert client.get("/api/v1/analytics", params={"days": 90}, headers=alice.auth()).json() == account
     migrate.upgrade(runtime.db.engine)
     assert list(_every_query(client, alice, runtime, link["id"])) == recounted
     assert client.get("/api/v1/analytics", params={"days": 90}, headers=alice.auth()).json() == account
+
+    # Clicks the click log no longer holds keep their variant in the cubes, where no recount from the log reaches:
+    # the downgrade takes it out of every cube all the same.
+    assert sum(prune(runtime.db, 1, datetime.now(UTC) + timedelta(days=70))) > 0
+    _downgrade(runtime, "0020")
+    assert _versions(runtime) == {2}
+    after = _link_analytics(client, alice, link["id"], days=90)
+    assert (after["total_clicks"], after["unique_visitors"]) == (
+        recounted[1]["total_clicks"],
+        recounted[1]["unique_visitors"],
+    )
+    assert _figures(after) == [(0, 0)] * len(VARIANTS)
+    migrate.upgrade(runtime.db.engine)  # with no click left to count again, they stay without a variant
+    assert _versions(runtime) == {2} and _link_analytics(client, alice, link["id"], days=90) == after
 
 
 @SQLITE_ONLY
