@@ -37,6 +37,7 @@ from slugline.web.proxies import behind_proxies
 from slugline.web.ratelimit import RateLimitMiddleware
 from slugline.web.responses import JSON, error
 from slugline.web.unavailable import DatabaseGuard
+from slugline.web.warmup import warm_up
 from slugline.webhooks.worker import delivering
 
 if TYPE_CHECKING:
@@ -136,6 +137,7 @@ def create_api(settings: Settings | None = None, runtime: Runtime | None = None)
                 if metrics is not None:
                     metrics.watch(clicks, deliverer)
                 if runtime is None:
+                    await warm_up(app, rt)
                     settle_heap()
                 yield
         finally:
