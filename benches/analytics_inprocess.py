@@ -4,7 +4,7 @@
 
 Each shape runs in a process of its own (a fresh worker: nothing cached yet): its first call, then `--repeats` more,
 each timed in wall and CPU milliseconds (the CPU of this process: the core's second thread counts too), with the
-analytics cache's figures after them. `--profile` prints cProfile's top functions over the repeats instead.
+analytics cache's figures after them. `--profile` prints cProfile's top functions over the repeats instead, `--profile-first` over the first call.
 """
 
 from __future__ import annotations
@@ -45,19 +45,21 @@ def main() -> int:
     top.add_argument("--data", type=Path, required=True, help="a build's --out")
     top.add_argument("--repeats", type=int, default=15)
     top.add_argument("--profile", action="store_true")
+    top.add_argument("--profile-first", action="store_true")
     top.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # (internal) run one shape here
     top.add_argument("shapes", nargs="*", default=list(SHAPES), help="default: every shape")
     args = top.parse_args()
     if args.one:
-        run_one(args.data, args.shapes[0], args.repeats, args.profile)
+        run_one(args.data, args.shapes[0], args.repeats, args.profile, args.profile_first)
         return 0
     for shape in args.shapes:
         command = [sys.executable, __file__, "--data", str(args.data), "--repeats", str(args.repeats), "--one"]
-        subprocess.run([*command, *(["--profile"] if args.profile else []), shape], check=True)
+        flags = [flag for flag, on in (("--profile", args.profile), ("--profile-first", args.profile_first)) if on]
+        subprocess.run([*command, *flags, shape], check=True)
     return 0
 
 
-def run_one(data: Path, shape: str, repeats: int, profile: bool) -> None:
+def run_one(data: Path, shape: str, repeats: int, profile: bool, profile_first: bool = False) -> None:
     from slugline.analytics.service import analytics_on_thread
     from slugline.common.caller import Caller
     from slugline.common.models import Account
@@ -75,6 +77,12 @@ def run_one(data: Path, shape: str, repeats: int, profile: bool) -> None:
     def ask() -> None:
         analytics_on_thread(rt, caller, dict(query), link)
 
+    if profile_first:
+        profiler = cProfile.Profile()
+        first = timed(lambda: profiler.runcall(ask))
+        print(f"===== {shape}: first {first[0]:.1f} ms wall, {first[1]:.1f} ms CPU (profiled)")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+        return
     first = timed(ask)
     if profile:
         profiler = cProfile.Profile()
