@@ -104,6 +104,16 @@ def test_a_deleting_accounts_plan_is_refused(slugline: Any, runtime: Runtime, al
     assert _json(slugline("accounts", "show", "alice", "--json"))["plan"] == deletion.CLOSED
 
 
+def test_a_deleting_accounts_password_reset_is_refused(
+    slugline: Any, client: TestClient, runtime: Runtime, alice: Account
+) -> None:
+    deletion.close_own(runtime, accounts.operator(runtime, "alice"), alice.password)
+    refused = "error: account 'alice' is being deleted: its password can no longer be changed\n"
+    assert slugline("accounts", "reset-password", "alice") == (1, "", refused)
+    login = {"username": "alice", "password": "a new long password"}  # the fixture's SLUGLINE_NEW_PASSWORD
+    assert client.post("/api/v1/auth/login", json=login).status_code == 401
+
+
 def test_keys(slugline: Any, client: TestClient, alice: Account) -> None:
     listed = _json(slugline("keys", "list", "alice", "--json"))
     assert [(k["scope"], k["last4"]) for k in listed] == [("full", alice.full[-4:]), ("public", alice.public[-4:])]

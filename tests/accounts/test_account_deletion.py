@@ -155,6 +155,28 @@ def test_a_closed_accounts_plan_cannot_be_changed_so_its_upkeep_goes_on(
         accounts.set_plan(runtime, "dee", "pro")
 
 
+def test_a_closed_accounts_password_cannot_be_reset_so_nobody_signs_in_to_it(
+    runtime: Runtime, client: TestClient, make_account: Any
+) -> None:
+    """A closed account's password is one nobody knows until the upkeep has taken it: a reset would let whoever
+    knows the new one sign in to an account being deleted, and refused, it leaves the password as it was."""
+    eve = make_account("eve")
+    deletion.close_own(runtime, accounts.operator(runtime, "eve"), eve.password)
+    with runtime.db.session() as session:
+        closed_hash = session.scalar(select(Account.password_hash).where(Account.username == "eve"))
+
+    with pytest.raises(Conflict, match="'eve' is being deleted: its password"):
+        accounts.reset_password(runtime, "Eve", {"new_password": "a new long password"})
+    with runtime.db.session() as session:
+        assert session.scalar(select(Account.password_hash).where(Account.username == "eve")) == closed_hash
+    login = {"username": "eve", "password": "a new long password"}
+    assert client.post("/api/v1/auth/login", json=login).status_code == 401
+    for _ in deletion.finish_closed(runtime.db):
+        pass
+    with pytest.raises(NotFound):
+        accounts.reset_password(runtime, "eve", {"new_password": "a new long password"})
+
+
 def test_batch_sizes_must_be_positive(runtime: Runtime) -> None:
     with pytest.raises(ValueError, match="positive"):
         deletion.delete_account(runtime, "nobody", links=0)

@@ -124,20 +124,42 @@ def change_password(rt: Runtime, caller: Caller, data: Any, keep_digest: str | N
 
 def reset_password(rt: Runtime, username: str, data: Any) -> None:
     """The operator's new password for an account whose owner lost it (`slugline accounts reset-password`): as a
-    change of password, with every session signed out."""
+    change of password, with every session signed out. An account its owner is deleting is refused (409), in the
+    same statement as the change: a known password would let it be signed in to while the upkeep takes it."""
     body = parse(PasswordReset, data)
+    password_hash = _core.hash_password(body.new_password)  # hashed before the write lock is taken
     with rt.db.session() as session:
-        account = _named(session, username)
-        _replace_password(session, account, body.new_password, None)
-        account_id = account.id
+        account_id = _change_unless_deleting(session, username, "password", password_hash=password_hash)
+        _sign_out(session, account_id, None)
     callers.forget(rt, account_id)
 
 
 def _replace_password(session: Session, account: Account, password: str, keep_digest: str | None) -> None:
     account.password_hash = _core.hash_password(password)
+    _sign_out(session, account.id, keep_digest)
+
+
+def _sign_out(session: Session, account_id: int, keep_digest: str | None) -> None:
+    """After a new password: every session but the one whose keyed hash is `keep_digest` ends, and every OAuth
+    grant."""
     others = SessionToken.token_hash != (keep_digest or "")
-    session.execute(delete(SessionToken).where(SessionToken.account_id == account.id, others))
-    session.execute(delete(OAuthGrant).where(OAuthGrant.account_id == account.id))
+    session.execute(delete(SessionToken).where(SessionToken.account_id == account_id, others))
+    session.execute(delete(OAuthGrant).where(OAuthGrant.account_id == account_id))
+
+
+def _change_unless_deleting(session: Session, username: str, what: str, **values: Any) -> int:
+    """Sets `values` on the account named `username` unless its owner is deleting it (the plan `deletion.CLOSED`,
+    which is how the upkeep finds it), in one UPDATE, so the upkeep finishing meanwhile changes nothing: its id, else
+    NotFound, or a Conflict (409) saying that its `what` can no longer be changed."""
+    named = Account.username == username.lower()
+    account_id: int | None = session.scalar(
+        update(Account).where(named, Account.plan != CLOSED).values(**values).returning(Account.id)
+    )
+    if account_id is None:
+        if session.scalar(select(Account.id).where(named)) is None:
+            raise NotFound(f"no account named '{username}'")
+        raise Conflict(f"account '{username.lower()}' is being deleted: its {what} can no longer be changed")
+    return account_id
 
 
 def _named(session: Session, username: str) -> Account:
@@ -179,15 +201,8 @@ def set_plan(rt: Runtime, username: str, plan: str) -> None:
     for good, so it is refused (409), in the same statement as the change, whatever the upkeep does meanwhile."""
     if plan not in PLAN_RANK:
         raise ValueError(f"plan must be one of {', '.join(PLAN_RANK)}")
-    named = Account.username == username.lower()
     with rt.db.session() as session:
-        account_id = session.scalar(
-            update(Account).where(named, Account.plan != CLOSED).values(plan=plan).returning(Account.id)
-        )
-        if account_id is None:
-            if session.scalar(select(Account.id).where(named)) is None:
-                raise NotFound(f"no account named '{username}'")
-            raise Conflict(f"account '{username.lower()}' is being deleted: its plan can no longer be changed")
+        account_id = _change_unless_deleting(session, username, "plan", plan=plan)
     callers.forget(rt, account_id)
 
 
