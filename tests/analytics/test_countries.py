@@ -4,7 +4,6 @@ and a world map); `country=` filters every figure; an untrusted caller's header 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,18 @@ from starlette.testclient import TestClient
 from slugline.settings import Settings
 from tests.dashboard.pages import new_link
 from tests.support.geodb import BERLIN_V4, LYON_V6, PARIS_V4, write_db
-from tests.support.helpers import BASE_URL, CHROME, LINKS, Account, ClientFactory, create, make_settings
+from tests.support.helpers import (
+    BASE_URL,
+    CHROME,
+    LINKS,
+    Account,
+    ClientFactory,
+    create,
+    make_settings,
+    wait_for_total,
+)
 from tests.support.mcp_calls import tool
+from tests.support.server import wait_for
 
 ANALYTICS = "/api/v1/analytics"
 
@@ -43,12 +52,26 @@ def _visits(make_client: ClientFactory, tmp_path: Path, slug: str) -> None:
 
 
 def _analytics(client: TestClient, who: Account, path: str = ANALYTICS, **query: str) -> dict[str, Any]:
-    end = time.monotonic() + 10
-    while True:
-        found: dict[str, Any] = client.get(path, params=query, headers=who.auth()).json()
-        if found["total_clicks"] >= 6 or "country" in query or time.monotonic() > end:
-            return found
-        time.sleep(0.05)
+    """One read of the account's analytics (`path`, with `query`): the tests wait for every click first."""
+    answer = client.get(path, params=query, headers=who.auth())
+    assert answer.status_code == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
+
+
+def _page_showing(owner: TestClient, path: str, wanted: tuple[str, ...]) -> str:
+    """The dashboard's page at `path` once it shows every text of `wanted` (clicks are buffered); fails after 10 s,
+    naming those it still lacked."""
+    seen = [""]
+
+    def shown() -> str | None:
+        seen[0] = owner.get(path).text
+        return seen[0] if all(text in seen[0] for text in wanted) else None
+
+    def missing() -> str:
+        return f"{path} to show {[text for text in wanted if text not in seen[0]]}"
+
+    return wait_for(shown, deadline=10, what=missing)
 
 
 def test_countries_and_cities_in_rest_and_mcp(
@@ -56,7 +79,7 @@ def test_countries_and_cities_in_rest_and_mcp(
 ) -> None:
     link = create(client, alice).json()
     _visits(make_client, tmp_path, link["slug"])
-    whole = _analytics(client, alice)
+    whole = wait_for_total(client, alice, 6)  # every click written
     assert whole["total_clicks"] == 6
     assert whole["countries"] == [
         {"country": "FR", "clicks": 3},
@@ -84,11 +107,8 @@ def test_the_dashboard_shows_countries_with_flags(
 ) -> None:
     link_id = new_link(owner, destination_url="https://example.com/", slug="geo-dash")
     _visits(make_client, tmp_path, "geo-dash")
-    end = time.monotonic() + 10
     wanted = ('aria-hidden="true">🇫🇷</span>', "🇩🇪", "🇮🇹", "Lyon", "Berlin")  # every click written
-    while not all(text in (page := owner.get("/app/analytics").text) for text in wanted):
-        assert time.monotonic() < end, page
-        time.sleep(0.05)
+    page = _page_showing(owner, "/app/analytics", wanted)
     assert 'id="t-countries"' in page and 'id="t-cities"' in page
     assert "🇩🇪" in owner.get(f"/app/links/{link_id}").text
     assert "🇩🇪" not in owner.get("/app/analytics?country=FR").text.split('id="t-countries"')[1]
@@ -112,10 +132,7 @@ def test_the_dashboard_draws_the_countries_on_a_world_map(
     link_id = new_link(owner, destination_url="https://example.com/", slug="geo-map")
     assert "world-map" not in owner.get("/app/analytics").text  # no click has a country yet: no map
     _visits(make_client, tmp_path, "geo-map")
-    end = time.monotonic() + 10
-    while "Italy: 1 click" not in (page := owner.get("/app/analytics?days=7").text):  # every click written
-        assert time.monotonic() < end, page
-        time.sleep(0.05)
+    page = _page_showing(owner, "/app/analytics?days=7", ("Italy: 1 click",))  # every click written
     assert '<h2 id="t-map">Clicks by country</h2>' in page and 'href="#t-countries"' in page
     assert 'aria-labelledby="world-map-title"' in page and ">Clicks by country: world map</title>" in page
     shades = _map_shades(page)

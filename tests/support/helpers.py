@@ -4,7 +4,6 @@ with its keys, settings, and requests the test client cannot make by itself."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -17,6 +16,7 @@ from slugline.clicks.buffer import ClickRecorder
 from slugline.redirects.layer import RedirectLayer
 from slugline.runtime import Runtime
 from slugline.settings import Settings
+from tests.support.server import wait_for
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 POSTGRES_URL = os.environ.get("SLUGLINE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -79,13 +79,18 @@ def create(client: TestClient, who: Account, key: str = "full", **body: Any) -> 
 
 
 def wait_for_total(client: TestClient, who: Account, total: int) -> dict[str, Any]:
-    """The account's analytics once `total` clicks are in (clicks are buffered), or as they are after 10 s."""
-    end = time.monotonic() + 10
-    while True:
-        stats: dict[str, Any] = client.get("/api/v1/analytics", headers=who.auth()).json()
-        if stats["total_clicks"] >= total or time.monotonic() > end:
-            return stats
-        time.sleep(0.05)
+    """The account's analytics once `total` clicks are in (clicks are buffered); fails after 10 s with the total last
+    seen."""
+    seen: list[Any] = [None]
+
+    def counted() -> dict[str, Any] | None:
+        answer = client.get("/api/v1/analytics", headers=who.auth())
+        assert answer.status_code == 200, answer.text
+        stats: dict[str, Any] = answer.json()
+        seen[0] = stats["total_clicks"]
+        return stats if stats["total_clicks"] >= total else None
+
+    return wait_for(counted, deadline=10, what=lambda: f"{total} clicks in {who.username}'s analytics, saw {seen[0]}")
 
 
 def click_recorder(client: TestClient) -> ClickRecorder:
