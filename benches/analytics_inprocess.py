@@ -4,7 +4,8 @@
 
 Each shape runs in a process of its own (a fresh worker: nothing cached yet): its first call, then `--repeats` more,
 each timed in wall and CPU milliseconds (the CPU of this process: the core's second thread counts too), with the
-analytics cache's figures after them. `--profile` prints cProfile's top functions over the repeats instead, `--profile-first` over the first call.
+analytics cache's figures after them. `--profile` prints cProfile's top functions over the repeats instead, and
+`--profile-first` over the first call.
 """
 
 from __future__ import annotations
