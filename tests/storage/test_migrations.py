@@ -204,3 +204,44 @@ def test_a_database_that_cannot_be_reached_is_not_refused_at_startup() -> None:
     settings = make_settings("postgresql://postgres@127.0.0.1:1/test")
     with TestClient(create_app(settings)) as client:
         assert client.get("/api/v1/health").status_code == 503
+
+
+CUBE_SIZES = "SELECT scope, pg_column_size(cube), pg_column_size(links), octet_length(cube) FROM click_cubes ORDER BY 1"
+COLUMNS = ("cube", "uniques", "links", "hours", "sketches")
+STORAGE = (
+    "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'click_cubes'::regclass "
+    "AND attname IN ('cube', 'uniques', 'links', 'hours', 'sketches') ORDER BY 1"
+)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_0023_keeps_cubes_uncompressed_and_writes_the_account_wide_ones_again(pg_url: str) -> None:
+    """Cubes written before 0023 were compressed (these compress to almost nothing); after it the account-wide
+    views' cubes are stored as they are, more than one chunk of them, and a link's own cubes are left as written.
+    The bytes read back are the same; the downgrade gives the columns their default storage again."""
+    engine = create_engine(normalize_url(pg_url))
+    migrate.upgrade(engine, "0022")
+    blob = bytes(range(256)) * 400  # 102,400 bytes
+    rows = [(scope, bucket) for scope in ("", "p") for bucket in range(301)] + [("lnk_own", 1)]
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO click_cubes (account_id, scope, level, bucket, cube, links) VALUES (7, :s, 0, :b, :c, :c)"
+            ),
+            [{"s": scope, "b": bucket, "c": blob} for scope, bucket in rows],
+        )
+    with engine.connect() as conn:
+        assert all(stored < 10_000 for _, stored, _, _ in conn.execute(text(CUBE_SIZES)))
+    assert migrate.upgrade(engine, "0023") == (("0022",), ("0023",))
+    with engine.connect() as conn:
+        sizes = conn.execute(text(CUBE_SIZES)).all()
+        assert conn.execute(text(STORAGE)).all() == [(c, "e") for c in sorted(COLUMNS)]
+        assert conn.execute(text("SELECT count(*) FROM click_cubes WHERE cube <> :c"), {"c": blob}).scalar() == 0
+    assert len(sizes) == len(rows)
+    assert all(cube >= len(blob) and links >= len(blob) for scope, cube, links, _ in sizes if scope in ("", "p"))
+    assert [(cube < 10_000, links < 10_000) for scope, cube, links, _ in sizes if scope == "lnk_own"] == [(True, True)]
+    _downgrade(engine, "0022")
+    with engine.connect() as conn:
+        assert {storage for _, storage in conn.execute(text(STORAGE))} == {"x"}
+        assert conn.execute(text("SELECT count(*) FROM click_cubes WHERE cube = :c"), {"c": blob}).scalar() == len(rows)
+    engine.dispose()
