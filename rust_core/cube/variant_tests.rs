@@ -49,6 +49,18 @@ fn ask(cube: &[u8], filters: &[(&str, &str)]) -> query::Answer {
     analyse(&[row], &Filters(wanted), false).expect("analyse")
 }
 
+/// A cube read back from its columns (the per-link counts left out).
+fn decoded(b: &Blobs) -> Cube {
+    Cube::decode(
+        &b.cube,
+        b.uniques.as_deref(),
+        b.hours.as_deref(),
+        None,
+        b.sketches.as_deref(),
+    )
+    .expect("decode")
+}
+
 const SPLIT: [(u8, Option<u8>); 5] = [(1, Some(0)), (1, Some(0)), (2, Some(0)), (3, Some(1)), (4, None)];
 
 #[test]
@@ -115,14 +127,7 @@ fn variants_survive_encoding_and_merging() {
     let made = cubes(&SPLIT);
     let cube = &made[&(1, "lnk_a".to_owned(), DAY, 0)];
     let b = cube.encode();
-    let back = Cube::decode(
-        &b.cube,
-        b.uniques.as_deref(),
-        b.hours.as_deref(),
-        None,
-        b.sketches.as_deref(),
-    )
-    .expect("decode");
+    let back = decoded(&b);
     assert_eq!(back.combos, cube.combos);
     let mut twice = Cube::default();
     twice.merge(&back, 1);
@@ -190,13 +195,6 @@ fn a_cube_without_its_variants_is_written_as_version_2_wrote_it() {
     assert_eq!((answer.total, answer.visitors), (5, 4.0));
     assert!(answer.breakdowns[7].is_empty());
     // Read back, it is the cube it was made from, less its variants.
-    let back = Cube::decode(
-        &stripped.cube,
-        stripped.uniques.as_deref(),
-        stripped.hours.as_deref(),
-        None,
-        stripped.sketches.as_deref(),
-    )
-    .expect("decode");
+    let back = decoded(&stripped);
     assert_eq!(back.encode(), plain);
 }
