@@ -44,6 +44,7 @@ __all__ = [
     "link_json_rows",
     "move_link",
     "normalize",
+    "pack_days",
     "recount",
     "referrer_host",
     "slug_error",
@@ -431,12 +432,20 @@ def compose(key: _CubeKey, parts: list[tuple[str, tuple[bytes, bytes | None, byt
     sketches))``, counting clicks per link."""
 
 def analyse(
-    rows: list[tuple[int, int, bytes, bytes | None, bytes | None]], filters: dict[str, str], hours: bool
+    rows: list[tuple[int, int, bytes, bytes | None, bytes | None]],
+    filters: dict[str, str],
+    hours: bool,
+    packs: list[tuple[int, int, int, bytes, bytes | None]] = ...,
 ) -> dict[str, Any]:
-    """Clicks, visitors and breakdowns of stored day rows ``(weight, epoch day, cube, uniques, hours)`` whose
+    """Clicks, visitors and breakdowns of stored day rows ``(weight, epoch day, cube, uniques, hours)`` and month
+    packs ``(weight, first day, last day, cube, uniques)`` (only their days from first to last are read) whose
     clicks fit every filter (dimension -> value; ``variant`` is an index in decimal): ``{total, visitors,
     days: {day: n}, hours: {hour: n}, breakdowns: {dimension: [(value, n)] most first}, variant_visitors:
-    {index: visitors}}``."""
+    {index: visitors}}``. Packs keep no hours."""
+
+def pack_days(days: list[tuple[int, bytes, bytes | None]]) -> tuple[bytes, bytes | None]:
+    """A month's day cubes ``(epoch day, cube, uniques)`` of a view as one pack: its ``(cube, uniques)`` columns,
+    holding the same clicks and visitors (no hours, no sketches)."""
 
 def top_links(rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
     """The ``n`` most clicked links over stored per-link counts ``(weight, links)``."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -162,6 +163,25 @@ def cmd_clicks_prune(_: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clicks_pack(_: argparse.Namespace) -> int:
+    from sqlalchemy.exc import OperationalError
+
+    from slugline.clicks import packs
+    from slugline.storage.db import Database
+
+    db = Database(get_settings())
+    started = time.monotonic()
+    try:
+        made = sum(packs.upkeep(db))
+    except OperationalError as exc:  # the database away
+        print(f"error: {str(exc.orig).splitlines()[0]}", file=sys.stderr)
+        return 1
+    finally:
+        db.dispose()
+    print(f"made {made} month packs of closed days in {time.monotonic() - started:.1f} s")
+    return 0
+
+
 SECRET_WARNING = """
 !!! KEEP THE SERVER SECRET WITH THIS BACKUP: {secret}
 !!! Without it every API key, session, OAuth token and unlock cookie in the backup is void: users would have to
@@ -251,6 +271,8 @@ def parser() -> argparse.ArgumentParser:
     export.set_defaults(func=cmd_clicks_export)
     prune = clicks.add_parser("prune", help="delete clicks older than SLUGLINE_CLICK_LOG_DAYS now (servers do it too)")
     prune.set_defaults(func=cmd_clicks_prune)
+    pack = clicks.add_parser("pack", help="make the analytics' month packs of closed days now (servers do it too)")
+    pack.set_defaults(func=cmd_clicks_pack)
     return top
 
 

@@ -12,6 +12,7 @@
 
 mod blob;
 pub mod delta;
+pub mod pack;
 pub mod query;
 
 use crate::fasthash::{IdMap, IdSet};
@@ -37,6 +38,8 @@ pub const MAX_VALUES: usize = 1_000;
 pub const OTHER: &str = "(other)";
 pub const DAY: u8 = 0;
 pub const MONTH: u8 = 1;
+/// A month of an account view's closed day cubes as one row (`pack`); its bucket is the last day it holds.
+pub const PACK: u8 = 2;
 
 /// One combination of a click's dimensions; strings are ids of the cube's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -290,6 +293,8 @@ fn remap(ids: &[u32], id: u32) -> u32 {
     }
 }
 
+#[cfg(test)]
+mod pack_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

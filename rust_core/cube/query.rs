@@ -2,6 +2,7 @@
 //! against the filters once, then its combinations are summed as integers.
 
 use super::blob::{decode_cube, section, MAX_ENTRIES};
+use super::pack;
 use super::{Dims, NONE, NO_VARIANT};
 use crate::codec::{CodecError, Reader};
 use crate::fasthash::IdMap;
@@ -51,63 +52,122 @@ pub struct Answer {
     pub variant_visitors: HashMap<u8, f64>,
 }
 
-/// Rows past which a question is answered by two threads, each over half of them: a year's day cubes of a busy
-/// account take tens of milliseconds on one core.
+/// A month's pack of a view's closed days (`super::pack`), of which the days from `first` to `last` are read,
+/// added `weight` times.
+pub struct PackRow<'a> {
+    pub weight: i64,
+    pub first: i64,
+    pub last: i64,
+    pub cube: &'a [u8],
+    pub uniques: Option<&'a [u8]>,
+}
+
+/// Rows past which a question is answered by two threads, each over about half of the bytes: a year's day cubes
+/// of a busy account take tens of milliseconds on one core. A pack holds a month of days: two packs are split.
 const SPLIT_ROWS: usize = 64;
 
 pub fn analyse(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<Answer, CodecError> {
-    if rows.len() < SPLIT_ROWS {
-        return analyse_part(rows, filters, want_hours);
+    analyse_with_packs(rows, &[], filters, want_hours)
+}
+
+/// `analyse` of day rows and packs together (packs are never asked for hours: they keep none).
+pub fn analyse_with_packs(
+    rows: &[Row<'_>],
+    packs: &[PackRow<'_>],
+    filters: &Filters,
+    want_hours: bool,
+) -> Result<Answer, CodecError> {
+    if rows.len() < SPLIT_ROWS && packs.len() < 2 {
+        return analyse_part(rows, packs, filters, want_hours);
     }
-    let (left, right) = rows.split_at(rows.len() / 2);
+    // Split where each side has about half of the bytes: packs first, then day rows.
+    let size = |r: &Row<'_>| r.cube.len() + r.uniques.map_or(0, <[u8]>::len);
+    let pack_size = |p: &PackRow<'_>| p.cube.len() + p.uniques.map_or(0, <[u8]>::len);
+    let total: usize = packs.iter().map(pack_size).sum::<usize>() + rows.iter().map(size).sum::<usize>();
+    let (mut seen, mut p, mut r) = (0, 0, 0);
+    while p < packs.len() && 2 * (seen + pack_size(&packs[p])) <= total {
+        seen += pack_size(&packs[p]);
+        p += 1;
+    }
+    if p == packs.len() {
+        while r < rows.len() && 2 * (seen + size(&rows[r])) <= total {
+            seen += size(&rows[r]);
+            r += 1;
+        }
+    }
+    let (left_packs, right_packs) = packs.split_at(p);
+    let (left_rows, right_rows) = rows.split_at(r);
     let (a, b) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| analyse_part(right, filters, want_hours));
-        let mine = analyse_part(left, filters, want_hours);
+        let other = scope.spawn(|| analyse_part(right_rows, right_packs, filters, want_hours));
+        let mine = analyse_part(left_rows, left_packs, filters, want_hours);
         (mine, other.join())
     });
     // A panic in the other half is passed on as itself, for the boundary to report.
     let b = b.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     let (mut a, b) = (a?, b?);
-    a.total += b.total;
-    a.visitors += b.visitors;
-    for (day, n) in b.days {
-        *a.days.entry(day).or_insert(0) += n;
-    }
-    for (hour, n) in b.hours {
-        *a.hours.entry(hour).or_insert(0) += n;
-    }
-    for (mine, theirs) in a.breakdowns.iter_mut().zip(b.breakdowns) {
-        for (value, n) in theirs {
-            *mine.entry(value).or_insert(0) += n;
-        }
-    }
-    for (variant, v) in b.variant_visitors {
-        *a.variant_visitors.entry(variant).or_insert(0.0) += v;
-    }
+    a.absorb(b);
     Ok(a)
 }
 
-fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result<Answer, CodecError> {
-    let mut answer = Answer::default();
-    // The rows' strings, each once (rows repeat them: one hash lookup per string and row, not per count).
-    let mut names: HashMap<&str, usize> = HashMap::new();
-    let mut totals: Vec<[i64; N]> = Vec::new();
-    let mut per_device = [0i64; 5];
-    let mut per_variant = [0i64; 256];
-    let mut variant_visitors = [0f64; 256];
-    // A variant filter names an index; one that is no number matches nothing.
-    let variant_wanted = filters.0[VARIANT]
-        .as_deref()
-        .map(|w| w.parse::<u8>().ok().filter(|&v| v != NO_VARIANT));
-    for row in rows {
-        let (strings, combos, own) = decode_cube(row.cube)?;
+impl Answer {
+    /// Adds an answer over other rows into this one.
+    fn absorb(&mut self, b: Answer) {
+        self.total += b.total;
+        self.visitors += b.visitors;
+        for (day, n) in b.days {
+            *self.days.entry(day).or_insert(0) += n;
+        }
+        for (hour, n) in b.hours {
+            *self.hours.entry(hour).or_insert(0) += n;
+        }
+        for (mine, theirs) in self.breakdowns.iter_mut().zip(b.breakdowns) {
+            for (value, n) in theirs {
+                *mine.entry(value).or_insert(0) += n;
+            }
+        }
+        for (variant, v) in b.variant_visitors {
+            *self.variant_visitors.entry(variant).or_insert(0.0) += v;
+        }
+    }
+}
+
+/// An answer being summed: the rows' strings each once (rows repeat them: one hash lookup per string and row,
+/// not per count), with their clicks per dimension.
+struct Tally<'a> {
+    answer: Answer,
+    names: HashMap<&'a str, usize>,
+    totals: Vec<[i64; N]>,
+    per_device: [i64; 5],
+    per_variant: [i64; 256],
+    variant_visitors: [f64; 256],
+}
+
+impl<'a> Tally<'a> {
+    fn new() -> Self {
+        Tally {
+            answer: Answer::default(),
+            names: HashMap::new(),
+            totals: Vec::new(),
+            per_device: [0; 5],
+            per_variant: [0; 256],
+            variant_visitors: [0.0; 256],
+        }
+    }
+
+    /// Each string's place among the tally's, and which of `combos` fit the filters.
+    fn matched<'d>(
+        &mut self,
+        filters: &Filters,
+        strings: &[&'a str],
+        combos: impl Iterator<Item = &'d Dims>,
+    ) -> (Vec<usize>, Vec<bool>) {
         let global: Vec<usize> = strings
             .iter()
             .map(|&s| {
-                let next = names.len();
-                let id = *names.entry(s).or_insert(next);
-                if id == totals.len() {
-                    totals.push([0; N]);
+                let next = self.names.len();
+                let id = *self.names.entry(s).or_insert(next);
+                if id == self.totals.len() {
+                    self.totals.push([0; N]);
                 }
                 id
             })
@@ -125,6 +185,10 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
                 fit
             })
             .collect();
+        // A variant filter names an index; one that is no number matches nothing.
+        let variant_wanted = filters.0[VARIANT]
+            .as_deref()
+            .map(|w| w.parse::<u8>().ok().filter(|&v| v != NO_VARIANT));
         let matches = |d: &Dims| {
             let device_fits = filters.0[0]
                 .as_deref()
@@ -134,44 +198,68 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
                 && variant_wanted.is_none_or(|w| w == Some(d.variant))
                 && (1..VARIANT).all(|k| filters.0[k].is_none() || (strings[k] != NONE && fits[strings[k] as usize][k]))
         };
-        let fitting: Vec<bool> = combos.iter().map(|(d, _)| matches(d)).collect();
+        (global, combos.map(matches).collect())
+    }
+
+    /// `n` clicks (weighted) of the combination `d`, whose strings are at `global`.
+    fn count(&mut self, global: &[usize], d: &Dims, n: i64) {
+        self.per_device[usize::from(d.device)] += n;
+        self.per_variant[usize::from(d.variant)] += n;
+        for (k, s) in [
+            (1, d.browser),
+            (2, d.os),
+            (3, d.source),
+            (4, d.referrer),
+            (5, d.country),
+            (6, d.city),
+        ] {
+            if s != NONE {
+                self.totals[global[s as usize]][k] += n;
+            }
+        }
+    }
+
+    /// The visitors of one day, of the entries (`own`, or the section of `uniques` for the filters' mask) whose
+    /// combination fits.
+    fn visitors(
+        &mut self,
+        filters: &Filters,
+        own: &[(usize, f64)],
+        uniques: Option<&[u8]>,
+        fitting: &[bool],
+        variant_of: impl Fn(usize) -> u8,
+        weight: i64,
+    ) -> Result<(), CodecError> {
+        let mask = filters.mask();
+        let w = weight as f64;
+        let variant_visitors = &mut self.variant_visitors;
+        let mut add = |at: usize, v: f64| variant_visitors[usize::from(variant_of(at))] += w * v;
+        let counted = if mask == 0 {
+            sum_fitting(own, fitting, &mut add)?
+        } else if let Some(bytes) = uniques.filter(|b| !b.is_empty()) {
+            visitors(bytes, mask, fitting, &mut add)?
+        } else {
+            0.0
+        };
+        self.answer.visitors += w * counted;
+        Ok(())
+    }
+
+    fn row(&mut self, row: &Row<'a>, filters: &Filters, want_hours: bool) -> Result<(), CodecError> {
+        let (strings, combos, own) = decode_cube(row.cube)?;
+        let (global, fitting) = self.matched(filters, &strings, combos.iter().map(|(d, _)| d));
         let mut day = 0;
         for ((d, n), _) in combos.iter().zip(&fitting).filter(|(_, &f)| f) {
             let n = n * row.weight;
             day += n;
-            per_device[usize::from(d.device)] += n;
-            per_variant[usize::from(d.variant)] += n;
-            for (k, s) in [
-                (1, d.browser),
-                (2, d.os),
-                (3, d.source),
-                (4, d.referrer),
-                (5, d.country),
-                (6, d.city),
-            ] {
-                if s != NONE {
-                    totals[global[s as usize]][k] += n;
-                }
-            }
+            self.count(&global, d, n);
         }
-        answer.total += day;
+        self.answer.total += day;
         if day != 0 {
-            *answer.days.entry(row.day).or_insert(0) += day;
+            *self.answer.days.entry(row.day).or_insert(0) += day;
         }
-        let mask = filters.mask();
-        let weight = row.weight as f64;
-        let mut add = |at: usize, v: f64| {
-            let variant = combos.get(at).map_or(NO_VARIANT, |c| c.0.variant);
-            variant_visitors[usize::from(variant)] += weight * v;
-        };
-        let counted = if mask == 0 {
-            sum_fitting(&own, &fitting, &mut add)?
-        } else if let Some(bytes) = row.uniques {
-            visitors(bytes, mask, &fitting, &mut add)?
-        } else {
-            0.0
-        };
-        answer.visitors += weight * counted;
+        let variant_of = |at: usize| combos.get(at).map_or(NO_VARIANT, |c| c.0.variant);
+        self.visitors(filters, &own, row.uniques, &fitting, variant_of, row.weight)?;
         if let (true, Some(bytes)) = (want_hours, row.hours) {
             let mut r = Reader::new(bytes);
             for _ in 0..r.len(MAX_ENTRIES)? {
@@ -179,26 +267,87 @@ fn analyse_part(rows: &[Row<'_>], filters: &Filters, want_hours: bool) -> Result
                 let at = usize::try_from(r.uint()?).map_err(|_| CodecError::Invalid)?;
                 let n = r.int()?;
                 if *fitting.get(at).ok_or(CodecError::Invalid)? {
-                    *answer.hours.entry(row.day * 24 + hour).or_insert(0) += n * row.weight;
+                    *self.answer.hours.entry(row.day * 24 + hour).or_insert(0) += n * row.weight;
                 }
             }
         }
+        Ok(())
     }
-    for (device, &n) in per_device.iter().enumerate().filter(|(_, &n)| n != 0) {
-        answer.breakdowns[0].insert(Device::ALL[device].name().to_owned(), n);
-    }
-    for (variant, &n) in per_variant.iter().enumerate().take(usize::from(NO_VARIANT)) {
-        if n != 0 {
-            answer.breakdowns[VARIANT].insert(variant.to_string(), n);
-            answer.variant_visitors.insert(variant as u8, variant_visitors[variant]);
+
+    /// A pack's days from `first` to `last`: its strings and combinations matched once, each combination's
+    /// clicks summed over the days before they are counted per dimension.
+    fn pack(&mut self, pack: &PackRow<'a>, filters: &Filters) -> Result<(), CodecError> {
+        let mut tables = pack::tables(pack.cube)?;
+        let (global, fitting) = self.matched(filters, &tables.strings, tables.combos.iter());
+        let mut summed = vec![0i64; tables.combos.len()];
+        let mut rest = pack.uniques.map(Reader::new);
+        for _ in 0..tables.count {
+            let (day, body) = pack::next_day(&mut tables.days)?;
+            let uniques = rest.as_mut().map(pack::next_uniques).transpose()?;
+            if day < pack.first || day > pack.last {
+                continue;
+            }
+            let (clicks, own) = pack::entries(body, tables.combos.len())?;
+            let mut total = 0;
+            for (at, n) in clicks {
+                if fitting[at] {
+                    summed[at] += n;
+                    total += n;
+                }
+            }
+            if total != 0 {
+                self.answer.total += total * pack.weight;
+                *self.answer.days.entry(day).or_insert(0) += total * pack.weight;
+            }
+            let combos = &tables.combos;
+            let variant_of = |at: usize| combos.get(at).map_or(NO_VARIANT, |d| d.variant);
+            self.visitors(filters, &own, uniques, &fitting, variant_of, pack.weight)?;
         }
-    }
-    for (name, &id) in &names {
-        for (k, &n) in totals[id].iter().enumerate().skip(1).filter(|(_, &n)| n != 0) {
-            answer.breakdowns[k].insert((*name).to_owned(), n);
+        for (d, n) in tables.combos.iter().zip(summed) {
+            if n != 0 {
+                self.count(&global, d, n * pack.weight);
+            }
         }
+        Ok(())
     }
-    Ok(answer)
+
+    fn finish(mut self) -> Answer {
+        let mut answer = self.answer;
+        for (device, &n) in self.per_device.iter().enumerate().filter(|(_, &n)| n != 0) {
+            answer.breakdowns[0].insert(Device::ALL[device].name().to_owned(), n);
+        }
+        for (variant, &n) in self.per_variant.iter().enumerate().take(usize::from(NO_VARIANT)) {
+            if n != 0 {
+                answer.breakdowns[VARIANT].insert(variant.to_string(), n);
+                answer
+                    .variant_visitors
+                    .insert(variant as u8, self.variant_visitors[variant]);
+            }
+        }
+        for (name, &id) in &self.names {
+            for (k, &n) in self.totals[id].iter().enumerate().skip(1).filter(|(_, &n)| n != 0) {
+                answer.breakdowns[k].insert((*name).to_owned(), n);
+            }
+        }
+        self.totals.clear();
+        answer
+    }
+}
+
+fn analyse_part(
+    rows: &[Row<'_>],
+    packs: &[PackRow<'_>],
+    filters: &Filters,
+    want_hours: bool,
+) -> Result<Answer, CodecError> {
+    let mut tally = Tally::new();
+    for pack in packs {
+        tally.pack(pack, filters)?;
+    }
+    for row in rows {
+        tally.row(row, filters, want_hours)?;
+    }
+    Ok(tally.finish())
 }
 
 /// The visitors of the keys with `mask` whose combination fits: the mask keeps every filtered dimension,

@@ -5,7 +5,8 @@ use super::queue::PyEncoded;
 use super::{core_error, detached, guard};
 use crate::codec::CodecError;
 use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner};
-use crate::cube::query::{analyse as analyse_rows, top_links as top, Filters, Row, DIMENSIONS};
+use crate::cube::pack::{pack, DayCube};
+use crate::cube::query::{analyse_with_packs, top_links as top, Filters, PackRow, Row, DIMENSIONS};
 use crate::cube::{Blobs, Cube, VERSION_2};
 use crate::fasthash::IdMap;
 use pyo3::prelude::*;
@@ -19,6 +20,8 @@ type LinkRow = (u8, i64, Bytes, Option<Bytes>, Option<Bytes>);
 type PartRow = (Bytes, Option<Bytes>, Option<Bytes>, Option<Bytes>);
 /// A day row to read: (weight, epoch day, cube, uniques, hours).
 type DayRow = (i64, i64, Bytes, Option<Bytes>, Option<Bytes>);
+/// A pack to read: (weight, first epoch day, last epoch day, cube, uniques).
+type PackIn = (i64, i64, i64, Bytes, Option<Bytes>);
 /// A stored row: (account id, scope, level, bucket, cube, uniques, hours, links, sketches).
 type StoredRow = (
     i64,
@@ -263,14 +266,17 @@ pub fn compose<'py>(py: Python<'py>, key: CubeKey, parts: Vec<(String, PartRow)>
     Ok(to_python(py, key, blobs))
 }
 
-/// Clicks, visitors and breakdowns of stored day rows `(weight, epoch day, cube, uniques, hours)` whose
-/// clicks fit every filter in `filters` (dimension -> lowercased value); per hour too when `hours`.
+/// Clicks, visitors and breakdowns of stored day rows `(weight, epoch day, cube, uniques, hours)` and packs
+/// `(weight, first day, last day, cube, uniques)` whose clicks fit every filter in `filters` (dimension ->
+/// lowercased value); per hour too when `hours` (packs keep no hours).
 #[pyfunction]
+#[pyo3(signature = (rows, filters, hours, packs = Vec::new()))]
 pub fn analyse<'py>(
     py: Python<'py>,
     rows: Vec<DayRow>,
     filters: HashMap<String, String>,
     hours: bool,
+    packs: Vec<PackIn>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut wanted: [Option<String>; DIMENSIONS.len()] = Default::default();
     for (name, value) in filters {
@@ -291,7 +297,17 @@ pub fn analyse<'py>(
                 hours: hours.as_deref(),
             })
             .collect();
-        analyse_rows(&rows, &Filters(wanted), hours)
+        let packs: Vec<PackRow<'_>> = packs
+            .iter()
+            .map(|(weight, first, last, cube, uniques)| PackRow {
+                weight: *weight,
+                first: *first,
+                last: *last,
+                cube,
+                uniques: uniques.as_deref(),
+            })
+            .collect();
+        analyse_with_packs(&rows, &packs, &Filters(wanted), hours)
     })?;
     guard(|| {
         let out = PyDict::new(py);
@@ -318,4 +334,17 @@ pub fn top_links(py: Python<'_>, rows: Vec<(i64, Bytes)>, n: usize) -> PyResult<
         let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, b.as_slice())).collect();
         top(&rows, n)
     })
+}
+
+/// A month's day cubes `(epoch day, cube, uniques)` of a view as one pack: its `(cube, uniques)` columns.
+#[pyfunction]
+pub fn pack_days<'py>(
+    py: Python<'py>,
+    days: Vec<(i64, Bytes, Option<Bytes>)>,
+) -> PyResult<(Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
+    let (cube, uniques) = detached(py, || {
+        let days: Vec<DayCube<'_>> = days.iter().map(|(d, c, u)| (*d, c.as_slice(), u.as_deref())).collect();
+        pack(&days)
+    })?;
+    Ok((PyBytes::new(py, &cube), uniques.map(|u| PyBytes::new(py, &u))))
 }

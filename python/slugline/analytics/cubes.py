@@ -2,8 +2,10 @@
 
 A view is one link's cubes, or an account's (`""`: every link; `"p"`: the public and unlisted ones, what a
 public-only key sees). A period's series, breakdowns and visitors come from its day cubes: at most 365 rows, each a
-few KiB, however many clicks the days had. Per-link counts (top links) come from month cubes for the whole months
-of the period and day cubes for the days around them: at most 12 + 60 rows.
+few KiB, however many clicks the days had; for an account's view, a month's closed days come from its pack, one row
+(`slugline.clicks.packs`), so a year reads about a dozen packs and the days since the last was made. Per-link counts
+(top links) come from month cubes for the whole months of the period and day cubes for the days around them: at most
+12 + 60 rows.
 
 A link deleted, hidden or shown since the writer's last batch still has its cubes where they were
 (`slugline.clicks.cubes`): its pending move is applied here, as a weight on the link's own cubes, so an answer never
@@ -12,6 +14,7 @@ counts a deleted link's clicks nor a hidden link's for a public-only key.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -20,12 +23,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from slugline import _core
-from slugline.clicks.cubes import ALL, DAY, MONTH, PUBLIC, read, recent, view_change, view_parts
+from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, read, recent, view_change, view_parts
 from slugline.common.caller import Caller
 from slugline.common.models import CubeMove
 
 EPOCH = date(1970, 1, 1)
 DayRow = tuple[int, int, bytes, bytes | None, bytes | None]  # weight, epoch day, cube, uniques, hours
+PackRow = tuple[int, int, int, bytes, bytes | None]  # weight, first and last epoch day read, cube, uniques
 
 
 def epoch_day(day: date) -> int:
@@ -64,17 +68,59 @@ def account_view(session: Session, caller: Caller) -> View:
     return View(caller.account_id, scope, tuple(weighted))
 
 
-def day_rows(session: Session, view: View, first: date, last: date, *, hours: bool, uniques: bool) -> list[DayRow]:
-    """The view's day cubes from `first` to `last`, and its pending moves' links' (weighted); a recent day touched
-    by a pending move is made again from the links in the view now, as the writer will (`clicks.cubes.recent`).
-    The `uniques` column (visitors by source and referrer) and the hours are read only when asked for."""
+def period_rows(
+    session: Session, view: View, first: date, last: date, *, hours: bool, uniques: bool
+) -> tuple[list[DayRow], list[PackRow]]:
+    """The rows that add up to the view over the period: the packs of its months (`slugline.clicks.packs`: a month's
+    closed days in one row, read for the days of the period they hold) and the day cubes of the days no pack holds
+    (`day_rows`). Packs keep no hours: a question per hour reads day cubes only."""
+    if hours or view.scope not in (ALL, PUBLIC):  # only an account's views are packed
+        return day_rows(session, view, first, last, hours=hours, uniques=uniques), []
+    sql = (
+        f"SELECT bucket, cube, {'uniques' if uniques else 'NULL'} FROM click_cubes WHERE account_id = ? "
+        f"AND scope = ? AND level = {PACK} AND bucket BETWEEN ? AND ?"
+    )
+    # A pack's bucket is the last day it holds, in the month it packs: those of the months the period touches.
+    end = epoch_day(month_start(month_index(last) + 1)) - 1
+    latest: dict[int, tuple[int, bytes, bytes | None]] = {}
+    for through, cube, more in _query(session, sql, [view.account_id, view.scope, epoch_day(first), end]):
+        month = month_index(EPOCH + timedelta(days=through))
+        if month not in latest or latest[month][0] < through:
+            latest[month] = (through, cube, more)
+    packs: list[PackRow] = []
+    held: list[tuple[int, int]] = []
+    for month, (through, cube, more) in latest.items():
+        start = epoch_day(month_start(month))
+        held.append((start, through))
+        a, b = max(start, epoch_day(first)), min(through, epoch_day(last))
+        if a <= b:
+            packs.append((1, a, b, cube, more))
+    return day_rows(session, view, first, last, hours=False, uniques=uniques, held=held), packs
+
+
+def day_rows(
+    session: Session,
+    view: View,
+    first: date,
+    last: date,
+    *,
+    hours: bool,
+    uniques: bool,
+    held: Sequence[tuple[int, int]] = (),
+) -> list[DayRow]:
+    """The view's day cubes from `first` to `last` but those of the days in `held` (epoch day ranges its packs
+    hold), and its pending moves' links' (weighted); a recent day touched by a pending move is made again from the
+    links in the view now, as the writer will (`clicks.cubes.recent`). The `uniques` column (visitors by source and
+    referrer) and the hours are read only when asked for."""
     scopes = {view.scope: 1, **{link: weight for link, weight in view.moves}}
+    ranges = " OR ".join(f"bucket BETWEEN {int(a)} AND {int(b)}" for a, b in held)
     sql = (
         f"SELECT scope, bucket, cube, {'uniques' if uniques else 'NULL'}, {'hours' if hours else 'NULL'} "
         f"FROM click_cubes WHERE account_id = ? AND scope IN ({_marks(scopes)}) AND level = {DAY} "
-        "AND bucket BETWEEN ? AND ?"
+        "AND bucket BETWEEN ? AND ?" + (f" AND NOT (scope = ? AND ({ranges}))" if held else "")
     )
-    found = _query(session, sql, [view.account_id, *scopes, epoch_day(first), epoch_day(last)])
+    params = [view.account_id, *scopes, epoch_day(first), epoch_day(last), *([view.scope] if held else [])]
+    found = _query(session, sql, params)
     rows = [(scopes[row[0]], row[1], row[2], row[3], row[4]) for row in found]
     moved = {row[1] for row in found if row[0] != view.scope and recent(row[1])}
     if not moved:

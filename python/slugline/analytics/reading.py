@@ -45,12 +45,13 @@ def read_answer(
     hourly: bool,
     kept: Kept | None,
 ) -> dict[str, Any]:
-    """`_core.analyse` of the view's day cubes over the period: the closed days' from the cache if it has them."""
+    """`_core.analyse` of the view's packs and day cubes over the period: the closed days' from the cache if it has
+    them."""
     by_origin = "source" in filters or "referrer" in filters  # visitors kept by source and referrer
 
     def read(start: date, end: date) -> dict[str, Any]:
-        rows = cubes.day_rows(session, view, start, end, hours=hourly, uniques=by_origin)
-        out: dict[str, Any] = _core.analyse(rows, filters, hourly)
+        rows, packs = cubes.period_rows(session, view, start, end, hours=hourly, uniques=by_origin)
+        out: dict[str, Any] = _core.analyse(rows, filters, hourly, packs)
         return out
 
     closed = kept.closed(first, last) if kept else None

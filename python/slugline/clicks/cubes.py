@@ -23,6 +23,7 @@ from sqlalchemy import Connection
 from slugline import _core
 
 DAY, MONTH = 0, 1
+PACK = 2  # a month of an account view's closed days in one row (`slugline.clicks.packs`); bucket: its last day
 # Rows as the core takes and gives them: (account id, scope, level, bucket, cube, uniques, hours, links, sketches);
 # a new row's cube is None when it is to be deleted.
 CubeKey = tuple[int, str, int, int]
@@ -54,6 +55,12 @@ _BUMP = {
     dialect: f"INSERT INTO cube_epochs (account_id, epoch) SELECT id, 1 FROM accounts WHERE id = {mark} "
     "ON CONFLICT (account_id) DO UPDATE SET epoch = cube_epochs.epoch + 1"
     for dialect, mark in (("sqlite", "?"), ("postgresql", "%s"))
+}
+# Deletes the packs of a view that hold a day: (account, scope, the day, the last day of its month).
+_UNPACK = {
+    dialect: f"DELETE FROM click_cubes WHERE account_id = {m} AND scope = {m} AND level = {PACK} "
+    f"AND bucket BETWEEN {m} AND {m}"
+    for dialect, m in (("sqlite", "?"), ("postgresql", "%s"))
 }
 _DELETE = {
     dialect: f"DELETE FROM click_cubes WHERE account_id = {m} AND scope = {m} AND level = {m} AND bucket = {m}"
@@ -91,13 +98,27 @@ def write(conn: Connection, rows: list[NewCube]) -> None:
 
 
 def save(conn: Connection, rows: list[NewCube]) -> None:
-    """Writes rows (`write`); an account whose closed rows change gets a new epoch (`closed`)."""
+    """Writes rows (`write`); an account whose closed rows change gets a new epoch (`closed`), and an account view's
+    pack that holds a day written is deleted (`slugline.clicks.packs` makes it again)."""
     write(conn, rows)
     dialect = conn.dialect.name
     today = int(time.time() // 86_400)
+    # A pack holds days before the day it was made on; its bucket is the last of them, in the same month.
+    packed = [
+        (r[0], r[1], r[3], month_end(r[3])) for r in rows if r[2] == DAY and r[1] in (ALL, PUBLIC) and r[3] < today
+    ]
+    if packed:
+        conn.exec_driver_sql(_UNPACK[dialect], packed)
     stale = sorted({r[0] for r in rows if closed(r[2], r[3], today)})
     if stale:
         conn.exec_driver_sql(_BUMP[dialect], [(account,) for account in stale])
+
+
+def month_end(day: int) -> int:
+    """The last epoch day of the month of the epoch day `day`."""
+    d = date(1970, 1, 1) + timedelta(days=day)
+    following = date(d.year + d.month // 12, d.month % 12 + 1, 1)
+    return (following - date(1970, 1, 1)).days - 1
 
 
 def closed(level: int, bucket: int, today: int) -> bool:

@@ -4,7 +4,8 @@ Analytics read the roll-up cubes the click writer keeps beside the log (`sluglin
 itself; only a link's click list and the exports read its rows, so those are what retention shortens. Each worker's
 click writer runs a pass every `PASS_SECONDS`, between its flushes and for at most `STEP_SECONDS` after each one
 (`Upkeep`); `slugline clicks prune` runs one pass to its end. A worker's pass also takes away the accounts their
-owners deleted (`accounts.deletion.finish_closed`), a bounded transaction a step.
+owners deleted (`accounts.deletion.finish_closed`), a bounded transaction a step, and makes the month packs of
+closed days that analytics reads (`slugline.clicks.packs`), a pack a step.
 
 SQLite: deleted in transactions of at most `BATCH` rows, each queued on the writer lock like any other write. The
 rowid is the one index that finds old clicks cheaply: rows are appended as they are written, so the oldest come
@@ -29,7 +30,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import text
 
 from slugline.accounts import deletion
-from slugline.clicks import partitions
+from slugline.clicks import packs, partitions
 from slugline.common.clock import utcnow
 from slugline.storage.db import Database
 
@@ -95,9 +96,11 @@ class Upkeep:
             if now < self._due:
                 return
             self._due = now + PASS_SECONDS
-            # then the accounts their owners deleted (`accounts.deletion`): their steps delete no old clicks
+            # then the accounts their owners deleted (`accounts.deletion`), then the month packs due
+            # (`clicks.packs`): their steps delete no old clicks
             closed = (0 for _ in deletion.finish_closed(self._db, self._hooks))
-            self._steps = itertools.chain(prune(self._db, self._days), closed)
+            packed = (0 for _ in packs.upkeep(self._db))
+            self._steps = itertools.chain(prune(self._db, self._days), closed, packed)
         try:
             going = await asyncio.to_thread(self._run, self._steps, now + STEP_SECONDS)
         except Exception as exc:

@@ -1,0 +1,125 @@
+"""Packs: a month of an account view's closed day cubes as one row (`rust_core/cube/pack.rs`), which analytics reads
+instead of the month's day cubes (`slugline.analytics.cubes.period_rows`). A year's question then reads about a
+dozen rows and the few days since the last pack was made, instead of 365 day cubes.
+
+A pack is made by the servers' click upkeep (`slugline.clicks.retention.Upkeep`, a pass every few minutes; `slugline
+clicks pack` makes them all at once): one for each month of each account view (every link, the public ones) with
+clicks, holding its days up to the last closed day (`slugline.analytics.cache.FRESH_DAYS` before today), the month
+under way's made again each day. Its bucket is the last day it holds. The click writer deletes a pack when it writes
+a day the pack holds (a late click, a link deleted, hidden or shown: `slugline.clicks.cubes.save`), in the same
+transaction, so a pack never answers for days that changed after it was made; until it is made again, its days are
+read from their day cubes, as before any pack was made. A pack holds exactly the counts of its day cubes, so an
+answer is the same either way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import date, timedelta
+
+from sqlalchemy import Connection, text
+
+from slugline import _core
+from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, lock_accounts, month_end
+from slugline.storage.db import Database
+
+# Days back from today a pack may hold up to: closed days (`slugline.analytics.cache.FRESH_DAYS`), which the click
+# writer only changes for a late click or a link leaving or joining a view.
+CLOSED_AFTER = 2
+EPOCH = date(1970, 1, 1)
+
+_ACCOUNTS = text("SELECT id FROM accounts WHERE id > :after ORDER BY id LIMIT 100")
+_MONTHS = text(
+    f"SELECT scope, level, bucket FROM click_cubes WHERE account_id = :a AND scope IN ('{ALL}', '{PUBLIC}') "
+    f"AND level IN ({MONTH}, {PACK})"
+)
+_DAYS = text(
+    f"SELECT bucket, cube, uniques FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {DAY} "
+    "AND bucket BETWEEN :first AND :last"
+)
+_HAS_MONTH = text(f"SELECT 1 FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {MONTH} AND bucket = :m")
+_UNPACK = text(
+    f"DELETE FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {PACK} "
+    "AND bucket BETWEEN :first AND :last"
+)
+_INSERT = text(
+    "INSERT INTO click_cubes (account_id, scope, level, bucket, cube, uniques, links, hours, sketches) "
+    f"VALUES (:a, :s, {PACK}, :through, :cube, :uniques, NULL, NULL, NULL)"
+)
+
+
+def last_closed(now: float | None = None) -> int:
+    """The latest epoch day a pack made now may hold."""
+    return int((time.time() if now is None else now) // 86_400) - CLOSED_AFTER
+
+
+def month_first(month: int) -> int:
+    """The first epoch day of a month (months since 1970-01)."""
+    return (date(1970 + month // 12, month % 12 + 1, 1) - EPOCH).days
+
+
+def month_of(day: int) -> int:
+    d = EPOCH + timedelta(days=day)
+    return (d.year - 1970) * 12 + d.month - 1
+
+
+def due(conn: Connection, account: int, closed: int) -> list[tuple[str, int, int]]:
+    """The packs of an account's views to make: (scope, month, last day to hold) for each month with clicks whose
+    pack is missing, or does not yet hold every closed day of the month."""
+    months: set[tuple[str, int]] = set()
+    made: dict[tuple[str, int], int] = {}
+    for scope, level, bucket in conn.execute(_MONTHS, {"a": account}):
+        if level == MONTH:
+            months.add((scope, bucket))
+        else:
+            made[(scope, month_of(bucket))] = max(bucket, made.get((scope, month_of(bucket)), bucket))
+    out = []
+    for scope, month in sorted(months):
+        first = month_first(month)
+        if first > closed:
+            continue
+        through = min(month_end(first), closed)
+        if made.get((scope, month)) != through:
+            out.append((scope, month, through))
+    return out
+
+
+def make(conn: Connection, account: int, scope: str, month: int, through: int) -> bool:
+    """Makes one pack, in the caller's transaction (which must be the only one changing the account's cubes: on
+    PostgreSQL the account's lock is taken here); whether one was made. A month whose cubes are gone meanwhile (its
+    links deleted, or the account) gets none."""
+    lock_accounts(conn, {account})
+    first = month_first(month)
+    conn.execute(_UNPACK, {"a": account, "s": scope, "first": first, "last": month_end(first)})
+    if conn.execute(_HAS_MONTH, {"a": account, "s": scope, "m": month}).first() is None:
+        return False
+    days = [
+        (int(b), bytes(c), None if u is None else bytes(u))
+        for b, c, u in conn.execute(_DAYS, {"a": account, "s": scope, "first": first, "last": through})
+    ]
+    cube, uniques = _core.pack_days(days)
+    conn.execute(_INSERT, {"a": account, "s": scope, "through": through, "cube": cube, "uniques": uniques})
+    return True
+
+
+def upkeep(db: Database, now: float | None = None) -> Iterator[int]:
+    """One pass: every account's due packs, each made in a transaction of its own; yields after each step (a pack,
+    or an account with none due) the packs it made."""
+    closed = last_closed(now)
+    after = 0
+    while True:
+        with db.session() as session:
+            accounts = list(session.execute(_ACCOUNTS, {"after": after}).scalars())
+        if not accounts:
+            return
+        for account in accounts:
+            with db.session() as session:
+                todo = due(session.connection(), account, closed)
+            for scope, month, through in todo:
+                with db.writing() as session:
+                    made = make(session.connection(), account, scope, month, through)
+                yield int(made)
+            if not todo:
+                yield 0
+        after = accounts[-1]
