@@ -146,3 +146,16 @@ def test_slugline_clicks_pack_makes_the_packs_due(
     assert capsys.readouterr().out.startswith(f"made {2 * months} month packs of closed days in ")
     assert cli.main(["clicks", "pack"]) == 0
     assert capsys.readouterr().out.startswith("made 0 month packs")
+
+
+def test_a_pack_made_meanwhile_is_not_made_again(client: TestClient, alice: Account, runtime: Runtime) -> None:
+    _clicked(client, alice, runtime, one=_clicks(range(3, 6)))
+    account = _id(runtime, alice)
+    with runtime.db.session() as session:
+        todo = packs.due(session.connection(), account, packs.last_closed())
+    assert todo and all(scope in (ALL, "p") for scope, _, _ in todo)
+    with runtime.db.writing() as session:  # two workers' passes found the same packs due
+        assert [packs.make(session.connection(), account, *due) for due in todo] == [True] * len(todo)
+    with runtime.db.writing() as session:
+        assert [packs.make(session.connection(), account, *due) for due in todo] == [False] * len(todo)
+    assert len(_packs(runtime, account)) == len(todo)

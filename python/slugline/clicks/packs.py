@@ -39,6 +39,9 @@ _DAYS = text(
     "AND bucket BETWEEN :first AND :last"
 )
 _HAS_MONTH = text(f"SELECT 1 FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {MONTH} AND bucket = :m")
+_HAS_PACK = text(
+    f"SELECT 1 FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {PACK} AND bucket = :through"
+)
 _UNPACK = text(
     f"DELETE FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {PACK} "
     "AND bucket BETWEEN :first AND :last"
@@ -87,10 +90,12 @@ def due(conn: Connection, account: int, closed: int) -> list[tuple[str, int, int
 
 def make(conn: Connection, account: int, scope: str, month: int, through: int) -> bool:
     """Makes one pack, in the caller's transaction (which must be the only one changing the account's cubes: on
-    PostgreSQL the account's lock is taken here); whether one was made. A month whose cubes are gone meanwhile (its
-    links deleted, or the account) gets none."""
+    PostgreSQL the account's lock is taken here); whether one was made. A pack another worker made meanwhile is
+    left as it is; a month whose cubes are gone meanwhile (its links deleted, or the account) gets none."""
     lock_accounts(conn, {account})
     first = month_first(month)
+    if conn.execute(_HAS_PACK, {"a": account, "s": scope, "through": through}).first() is not None:
+        return False  # another worker's pass made it meanwhile
     conn.execute(_UNPACK, {"a": account, "s": scope, "first": first, "last": month_end(first)})
     if conn.execute(_HAS_MONTH, {"a": account, "s": scope, "m": month}).first() is None:
         return False
