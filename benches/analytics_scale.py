@@ -236,6 +236,7 @@ def summary(label: str, result: dict[str, Any]) -> None:
         f"{label} code:\n  build: {build['clicks']:,} clicks over {build['days']} days and {build['links']:,} links, "
         f"{build['clicks_per_second']:,.0f} clicks/s ({build['click_seconds']:,.0f} s; the links took "
         f"{build['link_seconds']:,.0f} s)"
+        + (f"; {build['packs']} month packs made in {build['pack_seconds']:,.1f} s" if "packs" in build else "")
     )
     print(
         f"  load: {load['achieved']:,.0f} clicks/s achieved of {load['target']:,.0f} asked, over {load['seconds']:,.0f}"

@@ -24,6 +24,7 @@ from scale_traffic import CLICKS_PER_VISITOR, Traffic, utc
 from slugline import _core
 from slugline.accounts import keys
 from slugline.accounts import service as accounts
+from slugline.clicks import packs
 from slugline.clicks.store import MAX_TEXT, SaltBook, write_batch
 from slugline.common.bounds import MAX_CLICK_REFERRER, MAX_CLICK_USER_AGENT, MAX_SOURCE
 from slugline.common.caller import Caller
@@ -51,6 +52,11 @@ def build(database_url: str, clicks: int, links_count: int, days: int, now: floa
         traffic = Traffic(seed, links_count, clicks // CLICKS_PER_VISITOR)
         click_seconds = _clicks(rt, traffic, [link_id for link_id, _ in made], clicks, days, now)
         _settle(rt)
+        # The month packs the servers' click upkeep would have made over the year (`slugline.clicks.packs`).
+        started = time.monotonic()
+        packs_made = sum(packs.upkeep(rt.db))
+        pack_seconds = time.monotonic() - started
+        print(f"  month packs: {packs_made} in {pack_seconds:,.1f} s", flush=True)
     finally:
         rt.close()
     return {
@@ -64,6 +70,8 @@ def build(database_url: str, clicks: int, links_count: int, days: int, now: floa
         "link_seconds": link_seconds,
         "click_seconds": click_seconds,
         "clicks_per_second": clicks / click_seconds if click_seconds else 0.0,
+        "packs": packs_made,
+        "pack_seconds": pack_seconds,
     }
 
 
