@@ -245,3 +245,22 @@ def test_on_postgresql_0023_keeps_cubes_uncompressed_and_writes_the_account_wide
         assert {storage for _, storage in conn.execute(text(STORAGE))} == {"x"}
         assert conn.execute(text("SELECT count(*) FROM click_cubes WHERE cube = :c"), {"c": blob}).scalar() == len(rows)
     engine.dispose()
+
+
+def test_0024s_downgrade_deletes_the_month_packs_and_nothing_else(database_url: str) -> None:
+    """The code before 0024 would neither read packs nor delete one when it wrote a day it holds: left behind, they
+    would answer for days changed meanwhile once 0024 came back."""
+    engine = create_engine(normalize_url(database_url))
+    assert migrate.upgrade(engine)[1] == ("0024",)
+    rows = [("", 0, 20_400), ("", 1, 670), ("", 2, 20_420), ("p", 2, 20_420), ("lnk_own", 0, 20_400)]
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO click_cubes (account_id, scope, level, bucket, cube) VALUES (7, :s, :lv, :b, :c)"),
+            [{"s": scope, "lv": level, "b": bucket, "c": b"\x01"} for scope, level, bucket in rows],
+        )
+    _downgrade(engine, "0023")
+    with engine.connect() as conn:
+        left = conn.execute(text("SELECT scope, level, bucket FROM click_cubes ORDER BY scope, level")).all()
+    assert [tuple(row) for row in left] == [("", 0, 20_400), ("", 1, 670), ("lnk_own", 0, 20_400)]
+    assert migrate.upgrade(engine) == (("0023",), ("0024",))
+    engine.dispose()
