@@ -208,8 +208,8 @@ class ClickCube(Base):
 
     account_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     scope: Mapped[str] = mapped_column(String(32), primary_key=True)
-    level: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0: a UTC day, 1: a month
-    bucket: Mapped[int] = mapped_column(Integer, primary_key=True)  # days or months since 1970-01-01
+    level: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0: a UTC day, 1: a month, 2: a month pack
+    bucket: Mapped[int] = mapped_column(Integer, primary_key=True)  # days or months since 1970-01-01 (packs: days)
     cube: Mapped[bytes] = mapped_column(LargeBinary)
     uniques: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     links: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
