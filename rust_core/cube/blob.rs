@@ -13,7 +13,7 @@ use crate::useragent::Device;
 
 /// Version 2 adds each combination's country and city; version 1 cubes (written before) read as unknown places.
 /// Version 3 adds its variant (a byte after the city); cubes written before read as clicks without a variant.
-const VERSION: u8 = 3;
+pub const VERSION: u8 = 3;
 /// The version before variants, which a cube keeping none is written in for code that cannot read 3 (0021's
 /// downgrade).
 pub const VERSION_2: u8 = 2;
@@ -86,13 +86,7 @@ impl Cube {
         out.uint(written.len() as u64);
         let mut position: IdMap<Key, usize> = IdMap::default();
         for (i, &(old, new, n)) in written.iter().enumerate() {
-            out.byte(new.device);
-            for s in [new.browser, new.os, new.source, new.referrer, new.country, new.city] {
-                out.uint(id(s));
-            }
-            if version > VERSION_2 {
-                out.byte(new.variant);
-            }
+            write_dims(&mut out, &new, version);
             out.int(n);
             for mask in MASKS {
                 position.entry((mask, old.masked(mask))).or_insert(i);
@@ -292,34 +286,56 @@ pub fn decode_cube(bytes: &[u8]) -> Result<Decoded<'_>, CodecError> {
     if !(1..=VERSION).contains(&version) {
         return Err(CodecError::Invalid);
     }
-    let n = r.len(MAX_ENTRIES)?;
-    let strings = (0..n).map(|_| r.str()).collect::<Result<Vec<_>, _>>()?;
-    let string = |v: u64| -> Result<u32, CodecError> {
-        match v {
-            0 => Ok(NONE),
-            v if (v as usize) <= strings.len() => Ok((v - 1) as u32),
-            _ => Err(CodecError::Invalid),
-        }
-    };
+    let strings = read_strings(&mut r)?;
     let n = r.len(MAX_ENTRIES)?;
     let mut combos = Vec::with_capacity(n);
     for _ in 0..n {
-        let device = r.byte()?;
-        if usize::from(device) >= Device::ALL.len() {
-            return Err(CodecError::Invalid);
-        }
-        let d = Dims {
-            device,
-            browser: string(r.uint()?)?,
-            os: string(r.uint()?)?,
-            source: string(r.uint()?)?,
-            referrer: string(r.uint()?)?,
-            country: if version == 1 { NONE } else { string(r.uint()?)? },
-            city: if version == 1 { NONE } else { string(r.uint()?)? },
-            variant: if version < 3 { NO_VARIANT } else { r.byte()? },
-        };
+        let d = read_dims(&mut r, strings.len(), version)?;
         combos.push((d, r.int()?));
     }
     let own = entries(&mut r)?;
     Ok((strings, combos, own))
+}
+
+/// One combination as `version` writes it (`read_dims`): its strings as positions in the table, 0 for none.
+pub fn write_dims(out: &mut Writer, d: &Dims, version: u8) {
+    out.byte(d.device);
+    for s in [d.browser, d.os, d.source, d.referrer, d.country, d.city] {
+        out.uint(id(s));
+    }
+    if version > VERSION_2 {
+        out.byte(d.variant);
+    }
+}
+
+/// A string table: its number, then each string.
+pub fn read_strings<'a>(r: &mut Reader<'a>) -> Result<Vec<&'a str>, CodecError> {
+    let n = r.len(MAX_ENTRIES)?;
+    (0..n).map(|_| r.str()).collect()
+}
+
+/// One combination as `version` writes it (country and city from 2, the variant from 3), its strings checked
+/// against the table's `strings` of them.
+pub fn read_dims(r: &mut Reader<'_>, strings: usize, version: u8) -> Result<Dims, CodecError> {
+    let string = |v: u64| -> Result<u32, CodecError> {
+        match v {
+            0 => Ok(NONE),
+            v if (v as usize) <= strings => Ok((v - 1) as u32),
+            _ => Err(CodecError::Invalid),
+        }
+    };
+    let device = r.byte()?;
+    if usize::from(device) >= Device::ALL.len() {
+        return Err(CodecError::Invalid);
+    }
+    Ok(Dims {
+        device,
+        browser: string(r.uint()?)?,
+        os: string(r.uint()?)?,
+        source: string(r.uint()?)?,
+        referrer: string(r.uint()?)?,
+        country: if version == 1 { NONE } else { string(r.uint()?)? },
+        city: if version == 1 { NONE } else { string(r.uint()?)? },
+        variant: if version < 3 { NO_VARIANT } else { r.byte()? },
+    })
 }

@@ -10,28 +10,22 @@
 //! combination and its mask-0 visitors, each position as its distance from the one before (most take a byte). `uniques` column: for each day in the same order, its length, then its
 //! visitors of masks 1 to 3 as a day cube's `uniques` column has them (empty for a day without).
 
-use super::blob::{decode_cube, section, MAX_ENTRIES, VISITOR_SCALE};
+use super::blob::{
+    decode_cube, read_dims, read_strings, section, write_dims, MAX_ENTRIES, VERSION as CUBE_VERSION, VISITOR_SCALE,
+};
 use super::{Dims, NONE};
 use crate::codec::{CodecError, Reader, Writer};
 use crate::fasthash::IdMap;
 use crate::rollup::intern::Interner;
-use crate::useragent::Device;
 
 const VERSION: u8 = 1;
+// Combinations are written as a day cube of `CUBE_VERSION` writes them (variant included), without their clicks.
 
 /// One stored day cube of a view: (epoch day, `cube` column, `uniques` column).
 pub type DayCube<'a> = (i64, &'a [u8], Option<&'a [u8]>);
 
 /// A pack's columns: (`cube`, `uniques`; None when no day had visitors of masks 1 to 3).
 pub type Packed = (Vec<u8>, Option<Vec<u8>>);
-
-fn id(id: u32) -> u64 {
-    if id == NONE {
-        0
-    } else {
-        u64::from(id) + 1
-    }
-}
 
 /// A position written as its distance from the one before (the first as itself): a day's positions are
 /// increasing, so most take one byte. A position met twice is an error.
@@ -138,11 +132,7 @@ pub fn pack(days: &[DayCube<'_>]) -> Result<Packed, CodecError> {
     }
     out.uint(combos.len() as u64);
     for d in &combos {
-        out.byte(d.device);
-        for s in [d.browser, d.os, d.source, d.referrer, d.country, d.city] {
-            out.uint(id(s));
-        }
-        out.byte(d.variant);
+        write_dims(&mut out, d, CUBE_VERSION);
     }
     out.bytes(&body.finish());
     Ok((out.finish(), any_rest.then(|| rest.finish())))
@@ -161,33 +151,11 @@ pub fn tables(bytes: &[u8]) -> Result<Tables<'_>, CodecError> {
     if r.byte()? != VERSION {
         return Err(CodecError::Invalid);
     }
+    let strings = read_strings(&mut r)?;
     let n = r.len(MAX_ENTRIES)?;
-    let strings = (0..n).map(|_| r.str()).collect::<Result<Vec<_>, _>>()?;
-    let string = |v: u64| -> Result<u32, CodecError> {
-        match v {
-            0 => Ok(NONE),
-            v if (v as usize) <= strings.len() => Ok((v - 1) as u32),
-            _ => Err(CodecError::Invalid),
-        }
-    };
-    let n = r.len(MAX_ENTRIES)?;
-    let mut combos = Vec::with_capacity(n);
-    for _ in 0..n {
-        let device = r.byte()?;
-        if usize::from(device) >= Device::ALL.len() {
-            return Err(CodecError::Invalid);
-        }
-        combos.push(Dims {
-            device,
-            browser: string(r.uint()?)?,
-            os: string(r.uint()?)?,
-            source: string(r.uint()?)?,
-            referrer: string(r.uint()?)?,
-            country: string(r.uint()?)?,
-            city: string(r.uint()?)?,
-            variant: r.byte()?,
-        });
-    }
+    let combos = (0..n)
+        .map(|_| read_dims(&mut r, strings.len(), CUBE_VERSION))
+        .collect::<Result<Vec<_>, _>>()?;
     let count = r.len(MAX_ENTRIES)?;
     Ok(Tables {
         strings,
