@@ -79,10 +79,7 @@ impl Cube {
             .collect();
         let mut out = Writer::default();
         out.byte(version);
-        out.uint(strings.len() as u64);
-        for s in 0..strings.len() as u32 {
-            out.str(strings.name(s));
-        }
+        write_strings(&mut out, &strings);
         out.uint(written.len() as u64);
         let mut position: IdMap<Key, usize> = IdMap::default();
         for (i, &(old, new, n)) in written.iter().enumerate() {
@@ -305,6 +302,14 @@ pub fn write_dims(out: &mut Writer, d: &Dims, version: u8) {
     }
     if version > VERSION_2 {
         out.byte(d.variant);
+    }
+}
+
+/// A string table (`read_strings`).
+pub fn write_strings(out: &mut Writer, strings: &Interner) {
+    out.uint(strings.len() as u64);
+    for s in 0..strings.len() as u32 {
+        out.str(strings.name(s));
     }
 }
 

@@ -11,7 +11,8 @@
 //! visitors of masks 1 to 3 as a day cube's `uniques` column has them (empty for a day without).
 
 use super::blob::{
-    decode_cube, read_dims, read_strings, section, write_dims, MAX_ENTRIES, VERSION as CUBE_VERSION, VISITOR_SCALE,
+    decode_cube, read_dims, read_strings, section, write_dims, write_strings, MAX_ENTRIES, VERSION as CUBE_VERSION,
+    VISITOR_SCALE,
 };
 use super::{Dims, NONE};
 use crate::codec::{CodecError, Reader, Writer};
@@ -126,10 +127,7 @@ pub fn pack(days: &[DayCube<'_>]) -> Result<Packed, CodecError> {
     }
     let mut out = Writer::default();
     out.byte(VERSION);
-    out.uint(strings.len() as u64);
-    for s in 0..strings.len() as u32 {
-        out.str(strings.name(s));
-    }
+    write_strings(&mut out, &strings);
     out.uint(combos.len() as u64);
     for d in &combos {
         write_dims(&mut out, d, CUBE_VERSION);
