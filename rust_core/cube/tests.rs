@@ -288,3 +288,46 @@ fn countries_and_cities_are_dimensions_and_old_cubes_read_as_unknown_places() {
     assert_eq!(combos.iter().map(|c| c.1).sum::<i64>(), 3);
     assert!(combos.iter().all(|(d, _)| d.country == NONE && d.city == NONE));
 }
+
+#[test]
+fn top_links_sum_every_row_sorted_or_not_and_rank_by_clicks_then_id() {
+    use crate::codec::Writer;
+    use std::collections::HashMap;
+    let mut state = 42u64;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    let mut rows: Vec<(i64, Vec<u8>)> = Vec::new();
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for row in 0..9 {
+        let mut entries: Vec<(String, i64)> = (0..200)
+            .map(|_| (format!("lnk_{:03}", next(300)), next(50) as i64))
+            .collect();
+        if row % 3 == 0 {
+            entries.sort(); // as the writer writes them; the others unsorted, with repeats
+            entries.dedup_by(|a, b| a.0 == b.0);
+        }
+        let weight = if row == 4 { -1 } else { 1 };
+        let mut w = Writer::default();
+        w.uint(entries.len() as u64);
+        for (link, n) in &entries {
+            w.str(link);
+            w.int(*n);
+            *expected.entry(link.clone()).or_insert(0) += n * weight;
+        }
+        rows.push((weight, w.finish()));
+    }
+    let mut ranked: Vec<(String, i64)> = expected.into_iter().filter(|&(_, n)| n > 0).collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let refs: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, b.as_slice())).collect();
+    assert!(ranked.len() > 100);
+    assert_eq!(top_links(&refs, usize::MAX).expect("all"), ranked);
+    assert_eq!(top_links(&refs, 25).expect("top"), ranked[..25]);
+    assert_eq!(top_links(&refs[..1], 3).expect("one row").len(), 3);
+    let mut cut = refs.clone();
+    cut[2].1 = &rows[2].1[..rows[2].1.len() - 1];
+    assert!(top_links(&cut, 10).is_err());
+}
