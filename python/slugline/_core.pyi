@@ -443,9 +443,12 @@ def analyse(
     days: {day: n}, hours: {hour: n}, breakdowns: {dimension: [(value, n)] most first}, variant_visitors:
     {index: visitors}}``. Packs keep no hours."""
 
-def pack_days(days: list[tuple[int, bytes, bytes | None]]) -> tuple[bytes, bytes | None]:
-    """A month's day cubes ``(epoch day, cube, uniques)`` of a view as one pack: its ``(cube, uniques)`` columns,
-    holding the same clicks and visitors (no hours, no sketches)."""
+def pack_days(
+    days: list[tuple[int, bytes, bytes | None, bytes | None]],
+) -> tuple[bytes, bytes | None, bytes | None]:
+    """A month's day cubes ``(epoch day, cube, uniques, links)`` of a view as one pack: its ``(cube, uniques,
+    links)`` columns, holding the same clicks and visitors (no hours, no sketches) and each link's clicks over all
+    its days."""
 
 def top_links(rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
     """The ``n`` most clicked links over stored per-link counts ``(weight, links)``."""

@@ -157,7 +157,7 @@ impl Cube {
         Some(out.finish())
     }
 
-    fn encode_links(&self) -> Option<Vec<u8>> {
+    pub fn encode_links(&self) -> Option<Vec<u8>> {
         if self.links.is_empty() {
             return None;
         }

@@ -8,13 +8,14 @@
 //! `cube` column: version, strings, combinations (device, six string ids, variant), then the days in order,
 //! each its epoch day and its length in bytes (so a reader skips the days outside its period), its clicks per
 //! combination and its mask-0 visitors, each position as its distance from the one before (most take a byte). `uniques` column: for each day in the same order, its length, then its
-//! visitors of masks 1 to 3 as a day cube's `uniques` column has them (empty for a day without).
+//! visitors of masks 1 to 3 as a day cube's `uniques` column has them (empty for a day without). `links` column:
+//! each link's clicks over all the pack's days, as a cube's (top links read it for the month under way).
 
 use super::blob::{
     decode_cube, read_dims, read_strings, section, write_dims, write_strings, MAX_ENTRIES, VERSION as CUBE_VERSION,
     VISITOR_SCALE,
 };
-use super::{Dims, NONE};
+use super::{Cube, Dims, NONE};
 use crate::codec::{CodecError, Reader, Writer};
 use crate::fasthash::IdMap;
 use crate::rollup::intern::Interner;
@@ -22,11 +23,12 @@ use crate::rollup::intern::Interner;
 const VERSION: u8 = 1;
 // Combinations are written as a day cube of `CUBE_VERSION` writes them (variant included), without their clicks.
 
-/// One stored day cube of a view: (epoch day, `cube` column, `uniques` column).
-pub type DayCube<'a> = (i64, &'a [u8], Option<&'a [u8]>);
+/// One stored day cube of a view: (epoch day, `cube` column, `uniques` column, `links` column).
+pub type DayCube<'a> = (i64, &'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
 
-/// A pack's columns: (`cube`, `uniques`; None when no day had visitors of masks 1 to 3).
-pub type Packed = (Vec<u8>, Option<Vec<u8>>);
+/// A pack's columns: `cube`; `uniques` (None when no day had visitors of masks 1 to 3); `links`, each link's clicks
+/// over all its days as a cube's `links` column has them (None when no day had any).
+pub type Packed = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// A position written as its distance from the one before (the first as itself): a day's positions are
 /// increasing, so most take one byte. A position met twice is an error.
@@ -62,8 +64,22 @@ pub fn pack(days: &[DayCube<'_>]) -> Result<Packed, CodecError> {
     let mut body = Writer::default();
     let mut rest = Writer::default();
     let mut any_rest = false;
+    let mut links = Cube::default();
     body.uint(order.len() as u64);
-    for &&(day, cube, uniques) in &order {
+    for &&(day, cube, uniques, per_link) in &order {
+        if let Some(bytes) = per_link {
+            let mut r = Reader::new(bytes);
+            for _ in 0..r.len(MAX_ENTRIES)? {
+                let link = r.str()?;
+                let n = r.int()?;
+                match links.links.get_mut(link) {
+                    Some(sum) => *sum += n,
+                    None => {
+                        links.links.insert(link.to_owned(), n);
+                    }
+                }
+            }
+        }
         let (names, day_combos, own) = decode_cube(cube)?;
         let ids: Vec<u32> = names.iter().map(|s| strings.intern(s)).collect();
         let here = |s: u32| if s == NONE { NONE } else { ids[s as usize] };
@@ -133,7 +149,8 @@ pub fn pack(days: &[DayCube<'_>]) -> Result<Packed, CodecError> {
         write_dims(&mut out, d, CUBE_VERSION);
     }
     out.bytes(&body.finish());
-    Ok((out.finish(), any_rest.then(|| rest.finish())))
+    links.links.retain(|_, n| *n != 0);
+    Ok((out.finish(), any_rest.then(|| rest.finish()), links.encode_links()))
 }
 
 /// A pack's tables, read back: its strings and combinations, the number of its days and a reader at the first.

@@ -2,8 +2,8 @@
 //! damaged pack is an error.
 
 use super::delta::{batch_cubes, Owner, ALL};
-use super::pack::{pack, DayCube};
-use super::query::{analyse, analyse_with_packs, Answer, Filters, PackRow, Row, DIMENSIONS};
+use super::pack::{pack, DayCube, Packed};
+use super::query::{analyse, analyse_with_packs, top_links, Answer, Filters, PackRow, Row, DIMENSIONS};
 use super::*;
 use crate::fasthash::IdMap;
 use crate::rollup::{ClickBatch, ClickInput};
@@ -66,7 +66,7 @@ fn days(days: i64, seed: u64) -> Vec<(i64, Blobs)> {
 /// Day cubes as `pack` takes them.
 fn inputs(days: &[(i64, Blobs)]) -> Vec<DayCube<'_>> {
     days.iter()
-        .map(|(d, b)| (*d, b.cube.as_slice(), b.uniques.as_deref()))
+        .map(|(d, b)| (*d, b.cube.as_slice(), b.uniques.as_deref(), b.links.as_deref()))
         .collect()
 }
 
@@ -104,7 +104,7 @@ fn same(a: &Answer, b: &Answer) {
 fn a_pack_answers_as_its_days_over_any_range_and_filter() {
     let days = days(31, 7);
     let input = inputs(&days);
-    let (cube, uniques) = pack(&input).expect("pack");
+    let (cube, uniques, links) = pack(&input).expect("pack");
     let stored: usize = days
         .iter()
         .map(|(_, b)| b.cube.len() + b.uniques.as_ref().map_or(0, Vec::len))
@@ -142,6 +142,17 @@ fn a_pack_answers_as_its_days_over_any_range_and_filter() {
             same(&by_days(&days, first, last, &f), &answer);
         }
     }
+    // Its per-link counts are its days' added up.
+    let day_links: Vec<(i64, &[u8])> = days
+        .iter()
+        .filter_map(|(_, b)| b.links.as_deref().map(|l| (1, l)))
+        .collect();
+    assert_eq!(day_links.len(), days.len());
+    let pack_links = links.expect("links");
+    assert_eq!(
+        top_links(&[(1, &pack_links)], 10).expect("pack"),
+        top_links(&day_links, 10).expect("days")
+    );
     let everything = by_days(&days, 20_000, 20_030, &filters(&[]));
     assert!(everything.total > 1_000 && everything.visitors > 500.0);
     assert!(everything.breakdowns[3].len() >= 3 && everything.breakdowns[4].len() >= 3);
@@ -151,7 +162,7 @@ fn a_pack_answers_as_its_days_over_any_range_and_filter() {
 fn packs_and_day_rows_add_up_split_over_threads_and_weighted() {
     let days = days(62, 11);
     let (march, april) = days.split_at(31);
-    let packed: Vec<(Vec<u8>, Option<Vec<u8>>)> = [march, april]
+    let packed: Vec<Packed> = [march, april]
         .iter()
         .map(|part| pack(&inputs(part)).expect("pack"))
         .collect();
@@ -160,7 +171,7 @@ fn packs_and_day_rows_add_up_split_over_threads_and_weighted() {
     let packs: Vec<PackRow<'_>> = packed
         .iter()
         .zip([(20_000, 20_030), (20_031, 20_050)])
-        .map(|((c, u), (first, last))| PackRow {
+        .map(|((c, u, _), (first, last))| PackRow {
             weight: 1,
             first,
             last,
@@ -199,7 +210,7 @@ fn damaged_or_doubled_packs_are_errors() {
     let input = inputs(&days);
     let twice = [input.clone(), input.clone()].concat();
     assert!(pack(&twice).is_err());
-    let (cube, uniques) = pack(&input).expect("pack");
+    let (cube, uniques, _) = pack(&input).expect("pack");
     let ask = |cube: &[u8], uniques: Option<&[u8]>| {
         let p = PackRow {
             weight: 1,

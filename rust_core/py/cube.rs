@@ -10,7 +10,7 @@ use crate::cube::query::{analyse_with_packs, top_links as top, Filters, PackRow,
 use crate::cube::{Blobs, Cube, VERSION_2};
 use crate::fasthash::IdMap;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 use std::collections::HashMap;
 
 type Bytes = Vec<u8>;
@@ -336,15 +336,20 @@ pub fn top_links(py: Python<'_>, rows: Vec<(i64, Bytes)>, n: usize) -> PyResult<
     })
 }
 
-/// A month's day cubes `(epoch day, cube, uniques)` of a view as one pack: its `(cube, uniques)` columns.
+/// A month's day cubes `(epoch day, cube, uniques, links)` of a view as one pack: its `(cube, uniques, links)`
+/// columns.
 #[pyfunction]
 pub fn pack_days<'py>(
     py: Python<'py>,
-    days: Vec<(i64, Bytes, Option<Bytes>)>,
-) -> PyResult<(Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
-    let (cube, uniques) = detached(py, || {
-        let days: Vec<DayCube<'_>> = days.iter().map(|(d, c, u)| (*d, c.as_slice(), u.as_deref())).collect();
+    days: Vec<(i64, Bytes, Option<Bytes>, Option<Bytes>)>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (cube, uniques, links) = detached(py, || {
+        let days: Vec<DayCube<'_>> = days
+            .iter()
+            .map(|(d, c, u, l)| (*d, c.as_slice(), u.as_deref(), l.as_deref()))
+            .collect();
         pack(&days)
     })?;
-    Ok((PyBytes::new(py, &cube), uniques.map(|u| PyBytes::new(py, &u))))
+    let b = |v: Option<Vec<u8>>| v.map(|v| PyBytes::new(py, &v));
+    PyTuple::new(py, [Some(PyBytes::new(py, &cube)), b(uniques), b(links)])
 }

@@ -174,26 +174,42 @@ def _covering(first: date, last: date) -> tuple[dict[int, int], dict[int, int]]:
     return months, days
 
 
-def _in_cover(months: dict[int, int], days: dict[int, int]) -> str:
+def _in_cover(months: dict[int, int], days: dict[int, int], packs: dict[int, int] | None = None) -> str:
     """The condition on (level, bucket) of a cover's rows (its buckets are ints, written into the text)."""
     parts = [
         f"(level = {level} AND bucket IN ({', '.join(str(int(b)) for b in buckets)}))"
-        for level, buckets in ((MONTH, months), (DAY, days))
+        for level, buckets in ((MONTH, months), (DAY, days), (PACK, packs or {}))
         if buckets
     ]
     return " OR ".join(parts) or "1 = 0"
 
 
 def _weight(level: int, bucket: int, months: dict[int, int], days: dict[int, int]) -> int:
-    return months[bucket] if level == MONTH else days[bucket]
+    return months[bucket] if level == MONTH else days[bucket] if level == DAY else 1
 
 
 def link_count_rows(session: Session, view: View, first: date, last: date) -> list[tuple[int, bytes]]:
-    """Per-link click counts of the view over the period: (weight, links column) rows."""
+    """Per-link click counts of the view over the period: (weight, links column) rows. A month the period covers
+    from its first day to before its last (the month under way) is its pack's counts and the days after the pack's
+    last, when the month has a pack that ends within the period: one row and a day or two instead of up to 15."""
     months, days = _covering(first, last)
+    packs: dict[int, int] = {}
+    start, end = month_start(month_index(last)), month_start(month_index(last) + 1) - timedelta(days=1)
+    if view.scope in (ALL, PUBLIC) and first <= start and last < end:
+        sql = (
+            f"SELECT max(bucket) FROM click_cubes WHERE account_id = ? AND scope = ? AND level = {PACK} "
+            "AND bucket BETWEEN ? AND ?"
+        )
+        [(through,)] = _query(session, sql, [view.account_id, view.scope, epoch_day(start), epoch_day(last)])
+        if through is not None:
+            months.pop(month_index(last), None)
+            for n in range((end - start).days + 1):
+                days.pop(epoch_day(start + timedelta(days=n)), None)
+            days.update((d, 1) for d in range(int(through) + 1, epoch_day(last) + 1))
+            packs[int(through)] = 1
     sql = (
         "SELECT level, bucket, links FROM click_cubes WHERE account_id = ? AND scope = ? AND links IS NOT NULL "
-        f"AND ({_in_cover(months, days)})"
+        f"AND ({_in_cover(months, days, packs)})"
     )
     found = _query(session, sql, [view.account_id, view.scope])
     return [(_weight(lv, b, months, days), links) for lv, b, links in found if links is not None]

@@ -78,10 +78,13 @@ def read(conn: Connection, keys: list[CubeKey]) -> list[StoredCube]:
     if not keys:
         return []
     rows = conn.exec_driver_sql(_READ[conn.dialect.name], (orjson.dumps(keys).decode(),)).all()
-    return [(a, s, lv, b, bytes(c), _b(u), _b(h), _b(ln), _b(sk)) for a, s, lv, b, c, u, ln, h, sk in rows]
+    return [
+        (a, s, lv, b, bytes(c), blob_or_none(u), blob_or_none(h), blob_or_none(ln), blob_or_none(sk))
+        for a, s, lv, b, c, u, ln, h, sk in rows
+    ]
 
 
-def _b(value: object) -> bytes | None:
+def blob_or_none(value: object) -> bytes | None:
     return None if value is None else bytes(value)  # type: ignore[call-overload]
 
 
@@ -178,7 +181,7 @@ def make_moves(conn: Connection, moves: list[Move]) -> None:
     for move_id, account, link_id, kind, public in moves:
         scopes, weight = view_change(kind, public, public_only=False)
         link_rows = [
-            (int(lv), int(b), bytes(c), _b(u), _b(h))
+            (int(lv), int(b), bytes(c), blob_or_none(u), blob_or_none(h))
             for lv, b, c, u, h in conn.exec_driver_sql(
                 f"SELECT level, bucket, cube, uniques, hours FROM click_cubes WHERE account_id = {mark} "
                 f"AND scope = {mark}",
@@ -218,7 +221,7 @@ def view_parts(conn: Connection, account: int, scope: str, day: int) -> list[Par
         f"WHERE l.account_id = {mark}{public}",
         (day, account),
     ).all()
-    return [(bytes(c), _b(u), _b(h), _b(s)) for c, u, h, s in rows]
+    return [(bytes(c), blob_or_none(u), blob_or_none(h), blob_or_none(s)) for c, u, h, s in rows]
 
 
 def recent(day: int) -> bool:

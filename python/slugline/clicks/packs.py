@@ -5,7 +5,8 @@ dozen rows and the few days since the last pack was made, instead of 365 day cub
 A pack is made by the servers' click upkeep (`slugline.clicks.retention.Upkeep`, a pass every few minutes; `slugline
 clicks pack` makes them all at once): one for each month of each account view (every link, the public ones) with
 clicks, holding its days up to the last closed day (`slugline.analytics.cache.FRESH_DAYS` before today), the month
-under way's made again each day. Its bucket is the last day it holds. The click writer deletes a pack when it writes
+under way's made again each day. Its bucket is the last day it holds. It also holds each link's clicks over its days,
+which top links read for the month under way instead of its day cubes. The click writer deletes a pack when it writes
 a day the pack holds (a late click, a link deleted, hidden or shown: `slugline.clicks.cubes.save`), in the same
 transaction, so a pack never answers for days that changed after it was made; until it is made again, its days are
 read from their day cubes, as before any pack was made. A pack holds exactly the counts of its day cubes, so an
@@ -21,7 +22,7 @@ from datetime import date, timedelta
 from sqlalchemy import Connection, text
 
 from slugline import _core
-from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, lock_accounts, month_end
+from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, blob_or_none, lock_accounts, month_end
 from slugline.storage.db import Database
 
 # Days back from today a pack may hold up to: closed days (`slugline.analytics.cache.FRESH_DAYS`), which the click
@@ -35,7 +36,7 @@ _MONTHS = text(
     f"AND level IN ({MONTH}, {PACK})"
 )
 _DAYS = text(
-    f"SELECT bucket, cube, uniques FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {DAY} "
+    f"SELECT bucket, cube, uniques, links FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {DAY} "
     "AND bucket BETWEEN :first AND :last"
 )
 _HAS_MONTH = text(f"SELECT 1 FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {MONTH} AND bucket = :m")
@@ -48,7 +49,7 @@ _UNPACK = text(
 )
 _INSERT = text(
     "INSERT INTO click_cubes (account_id, scope, level, bucket, cube, uniques, links, hours, sketches) "
-    f"VALUES (:a, :s, {PACK}, :through, :cube, :uniques, NULL, NULL, NULL)"
+    f"VALUES (:a, :s, {PACK}, :through, :cube, :uniques, :links, NULL, NULL)"
 )
 
 
@@ -100,11 +101,12 @@ def make(conn: Connection, account: int, scope: str, month: int, through: int) -
     if conn.execute(_HAS_MONTH, {"a": account, "s": scope, "m": month}).first() is None:
         return False
     days = [
-        (int(b), bytes(c), None if u is None else bytes(u))
-        for b, c, u in conn.execute(_DAYS, {"a": account, "s": scope, "first": first, "last": through})
+        (int(b), bytes(c), blob_or_none(u), blob_or_none(ln))
+        for b, c, u, ln in conn.execute(_DAYS, {"a": account, "s": scope, "first": first, "last": through})
     ]
-    cube, uniques = _core.pack_days(days)
-    conn.execute(_INSERT, {"a": account, "s": scope, "through": through, "cube": cube, "uniques": uniques})
+    cube, uniques, links = _core.pack_days(days)
+    made = {"cube": cube, "uniques": uniques, "links": links}
+    conn.execute(_INSERT, {"a": account, "s": scope, "through": through, **made})
     return True
 
 
