@@ -23,6 +23,7 @@ __all__ = [
     "CorePanic",
     "EncodedClicks",
     "GeoDb",
+    "LinkCounts",
     "RedirectRules",
     "SearchIndex",
     "ValueChunks",
@@ -41,6 +42,7 @@ __all__ = [
     "is_preview_crawler",
     "key_kind",
     "keyed_hash",
+    "link_counts",
     "link_json_rows",
     "move_link",
     "normalize",
@@ -452,6 +454,21 @@ def pack_days(
 
 def top_links(rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
     """The ``n`` most clicked links over stored per-link counts ``(weight, links)``."""
+
+def link_counts(rows: list[tuple[int, bytes]]) -> LinkCounts:
+    """Every link's clicks over stored per-link counts ``(weight, links)``, kept in the core."""
+
+@final
+class LinkCounts:
+    """Every link's clicks over a period, most clicked first; no link is made a Python object until asked for."""
+
+    def top(self, n: int) -> list[tuple[str, int]]:
+        """The ``n`` most clicked links, as (link id, clicks)."""
+    def get(self, links: list[str]) -> list[int]:
+        """The clicks of each of ``links`` (0 for a link without any)."""
+    def __len__(self) -> int: ...
+    def __sizeof__(self) -> int:
+        """Bytes held, roughly."""
 
 @final
 class ValueChunks(Iterator[list[str | int | None]]):

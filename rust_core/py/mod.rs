@@ -282,7 +282,10 @@ mod _core {
     #[pymodule_export]
     use super::click_batch::PyClickBatch;
     #[pymodule_export]
-    use super::cube::{analyse, compose, move_link, pack_days, recount, top_links, without_variants, PyBatchCubes};
+    use super::cube::{
+        analyse, compose, link_counts, move_link, pack_days, recount, top_links, without_variants, PyBatchCubes,
+        PyLinkCounts,
+    };
     #[pymodule_export]
     use super::geo_rules::{PyGeoDb, PyRedirectRules, PyVariants};
     #[pymodule_export]

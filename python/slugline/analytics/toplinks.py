@@ -27,31 +27,29 @@ def _link_counts(
     session: Session, view: cubes.View, first: date, last: date, want: int, kept: Kept | None
 ) -> list[tuple[str, int]]:
     """The view's `want` most clicked links over the period (and more with pending moves), most clicked first.
-    With the cache: every link's clicks over the closed days, kept most clicked first, and the recent days' added
-    to them."""
+    With the cache: every link's clicks over the closed days, kept in the core (`_core.LinkCounts`), and the recent
+    days' added to them."""
     closed = kept.closed(first, last) if kept else None
     if kept is None or closed is None:
         return _core.top_links(cubes.link_count_rows(session, view, first, last), want + len(view.moves))
     key = ("links", view.account_id, view.scope, *closed)
-
-    def make() -> tuple[list[tuple[str, int]], dict[str, int]]:
-        ranked = _core.top_links(cubes.link_count_rows(session, view, *closed), ALL_LINKS)
-        return ranked, dict(ranked)
-
-    ranked: list[tuple[str, int]]
-    ranked, by_link = kept.get_or_make(key, make)
+    counts: _core.LinkCounts = kept.get_or_make(
+        key, lambda: _core.link_counts(cubes.link_count_rows(session, view, *closed))
+    )
+    ranked = counts.top(want)
     if closed[1] == last:
-        return ranked[:want]
+        return ranked
     fresh = _core.top_links(cubes.link_count_rows(session, view, closed[1] + timedelta(days=1), last), ALL_LINKS)
     # A link without recent clicks can make the top only from the closed top `want`: each link past those is beaten
     # by all of them, closed and now. A link with recent clicks needs at least the closed `want`-th count.
-    counts = dict(ranked[:want])
+    by_link = dict(ranked)
     floor = ranked[want - 1][1] if len(ranked) >= want else 0
-    for link, n in fresh:
-        now = by_link.get(link, 0) + n
+    before = counts.get([link for link, _ in fresh])
+    for (link, n), had in zip(fresh, before, strict=True):
+        now = had + n
         if now >= floor:
-            counts[link] = now
-    return sorted(counts.items(), key=lambda c: (-c[1], c[0]))[:want]
+            by_link[link] = now
+    return sorted(by_link.items(), key=lambda c: (-c[1], c[0]))[:want]
 
 
 def _filtered_totals(
