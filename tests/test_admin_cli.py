@@ -269,3 +269,21 @@ def test_accounts_delete(slugline: Any, client: TestClient, alice: Account) -> N
     assert code == 1 and err == "error: no account named 'alice'\n"
     code, _, err = slugline("accounts", "delete", "alice", "--yes", "--batch", "0")
     assert code == 2 and "positive" in err
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("SLUGLINE_DATABASE_URL=", "error: SLUGLINE_DATABASE_URL: must be sqlite:///path or postgresql://"),
+        ("SLUGLINE_DATABASE_URL=slugline.db", "error: SLUGLINE_DATABASE_URL: must be sqlite:///path or postgresql://"),
+        ("SLUGLINE_ROOT_URL=example.com", "error: SLUGLINE_ROOT_URL: String should match pattern"),
+    ],
+)
+def test_a_bad_setting_is_named_without_a_traceback(setting: str, message: str) -> None:
+    name, _, value = setting.partition("=")
+    env = {**os.environ, name: value}
+    done = subprocess.run(
+        [sys.executable, "-m", "slugline", "clicks", "pack"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(message) and "Traceback" not in done.stderr, done.stderr

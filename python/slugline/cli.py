@@ -12,6 +12,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, get_args, get_origin
 
+from pydantic import ValidationError
+
 from slugline import __version__, admin
 from slugline.common.inputs import FILTERS, ClickFilters
 from slugline.settings import get_settings
@@ -282,6 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except RuntimeError as exc:  # configuration problems (e.g. no secret key for PostgreSQL): say so, no traceback
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a setting that is not what it must be: which one, and why
+        for problem in exc.errors():
+            name = "SLUGLINE_" + "_".join(str(part) for part in problem["loc"]).upper()
+            print(f"error: {name}: {problem['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return 2
 
 

@@ -8,8 +8,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 Plan = Literal["free", "developer", "pro"]
 PLAN_RANK: dict[str, int] = {"free": 0, "developer": 1, "pro": 2}
@@ -134,6 +136,16 @@ class Settings(BaseSettings):
     webhooks_poll_seconds: float = Field(default=1.0, gt=0, le=60)
     # Seconds between two `link.clicked` deliveries to one endpoint (each carries up to 100 clicks).
     webhooks_click_interval_seconds: float = Field(default=1.0, gt=0, le=60)
+
+    @field_validator("database_url")
+    @classmethod
+    def _a_database_url(cls, url: str) -> str:
+        """A URL SQLAlchemy can open, checked where it is read: not a traceback from deep in the engine."""
+        try:
+            make_url(url)
+        except ArgumentError:
+            raise ValueError("must be sqlite:///path or postgresql://user@host/database") from None
+        return url
 
     def sqlite_path(self) -> Path | None:
         """The database file when the store is SQLite, else None."""
