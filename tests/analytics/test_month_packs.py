@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,10 +18,11 @@ from slugline.analytics.cache import AnswerCache
 from slugline.clicks import packs
 from slugline.clicks.buffer import ClickRecorder
 from slugline.clicks.cubes import ALL, PACK
+from slugline.common.clock import day_date, month_of_day
 from slugline.runtime import Runtime
 from slugline.settings import Settings
-from tests.analytics.test_closed_days_cache import IPHONE, TODAY, _clicked, _get, _record
 from tests.support.helpers import CHROME, Account
+from tests.support.past_clicks import IPHONE, TODAY, clicked, get_json, record
 
 SHAPES: list[dict[str, Any]] = [
     {"days": 90},
@@ -38,7 +38,7 @@ SHAPES: list[dict[str, Any]] = [
 def _answers(client: TestClient, who: Account, runtime: Runtime) -> list[Any]:
     """Every shape for both keys, read afresh (no cached answer)."""
     runtime.analytics = AnswerCache(1)
-    return [_get(client, who, key=key, **shape) for shape in SHAPES for key in ("full", "public")]
+    return [get_json(client, who, key=key, **shape) for shape in SHAPES for key in ("full", "public")]
 
 
 def _id(runtime: Runtime, who: Account) -> int:
@@ -65,7 +65,7 @@ def _held_days(runtime: Runtime, account: int) -> tuple[int, int]:
     """(days read from packs, day cubes read) for the full key's view over 90 days."""
     with runtime.db.session() as session:
         view = cubes.View(account, ALL)
-        first, last = cubes.EPOCH + timedelta(days=TODAY - 89), cubes.EPOCH + timedelta(days=TODAY)
+        first, last = day_date(TODAY - 89), day_date(TODAY)
         rows, found = cubes.period_rows(session, view, first, last, hours=False, uniques=False)
     return sum(b - a + 1 for _, a, b, _, _ in found), len(rows)
 
@@ -73,14 +73,14 @@ def _held_days(runtime: Runtime, account: int) -> tuple[int, int]:
 def test_answers_from_packs_are_the_answers_from_day_cubes(
     client: TestClient, alice: Account, runtime: Runtime
 ) -> None:
-    shown, hidden = _clicked(client, alice, runtime, shown=_clicks(range(0, 80)), hidden=_clicks(range(0, 80, 7)))
+    shown, hidden = clicked(client, alice, runtime, shown=_clicks(range(0, 80)), hidden=_clicks(range(0, 80, 7)))
     change = client.put(f"/api/v1/links/{hidden}", json={"visibility": "private"}, headers=alice.auth())
     assert change.status_code == 200, change.text
     asyncio.run(ClickRecorder(runtime).flush())  # the writer makes the move before anything is packed
     before = _answers(client, alice, runtime)
     assert _packs(runtime, _id(runtime, alice)) == [] and _held_days(runtime, _id(runtime, alice)) == (0, 80)
     made = sum(packs.upkeep(runtime.db))
-    months = {packs.month_of(TODAY - d) for d in range(2, 80)}
+    months = {month_of_day(TODAY - d) for d in range(2, 80)}
     assert made == 2 * len(months)  # every month with closed days, for both views
     assert {b for _, b in _packs(runtime, _id(runtime, alice))} >= {
         TODAY - 2
@@ -96,12 +96,12 @@ def test_answers_from_packs_are_the_answers_from_day_cubes(
 def test_a_write_to_a_packed_day_takes_its_pack_away_until_the_upkeep_makes_it_again(
     client: TestClient, alice: Account, runtime: Runtime
 ) -> None:
-    kept, gone = _clicked(client, alice, runtime, kept=_clicks(range(0, 60)), gone=_clicks(range(20, 50, 2)))
+    kept, gone = clicked(client, alice, runtime, kept=_clicks(range(0, 60)), gone=_clicks(range(20, 50, 2)))
     assert sum(packs.upkeep(runtime.db)) > 0
-    late_month = packs.month_of(TODAY - 10)
-    _record(runtime, [(kept, TODAY - 10, CHROME, "google.com")])  # a late click on a packed day
+    late_month = month_of_day(TODAY - 10)
+    record(runtime, [(kept, TODAY - 10, CHROME, "google.com")])  # a late click on a packed day
     left = _packs(runtime, _id(runtime, alice))
-    assert all(packs.month_of(b) != late_month for _, b in left)  # that month's packs went with the write
+    assert all(month_of_day(b) != late_month for _, b in left)  # that month's packs went with the write
     assert len(left) > 0  # the others stayed
     with_late = _answers(client, alice, runtime)
     assert with_late[0]["total_clicks"] == 60 + 15 + 1
@@ -111,8 +111,8 @@ def test_a_write_to_a_packed_day_takes_its_pack_away_until_the_upkeep_makes_it_a
     deleted = client.delete(f"/api/v1/links/{gone}", headers=alice.auth())
     assert deleted.status_code == 200, deleted.text
     asyncio.run(ClickRecorder(runtime).flush())  # the writer takes the link's cubes out: its months' packs go
-    its_months = {packs.month_of(TODAY - d) for d in range(20, 50)}
-    assert all(packs.month_of(b) not in its_months for _, b in _packs(runtime, _id(runtime, alice)))
+    its_months = {month_of_day(TODAY - d) for d in range(20, 50)}
+    assert all(month_of_day(b) not in its_months for _, b in _packs(runtime, _id(runtime, alice)))
     without = _answers(client, alice, runtime)
     assert without[0]["total_clicks"] == 61 and [t["id"] for t in without[0]["top_links"]] == [kept]
     assert sum(packs.upkeep(runtime.db)) > 0
@@ -122,7 +122,7 @@ def test_a_write_to_a_packed_day_takes_its_pack_away_until_the_upkeep_makes_it_a
 def test_the_month_under_way_is_packed_again_as_its_days_close(
     client: TestClient, alice: Account, runtime: Runtime
 ) -> None:
-    _clicked(client, alice, runtime, only=_clicks(range(0, 40)))
+    clicked(client, alice, runtime, only=_clicks(range(0, 40)))
     now = time.time()
     assert sum(packs.upkeep(runtime.db, now)) > 0
     assert sum(packs.upkeep(runtime.db, now)) == 0
@@ -139,17 +139,17 @@ def test_slugline_clicks_pack_makes_the_packs_due(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _clicked(client, alice, runtime, one=_clicks(range(5, 8)))
+    clicked(client, alice, runtime, one=_clicks(range(5, 8)))
     monkeypatch.setattr(cli, "get_settings", lambda: settings)
     assert cli.main(["clicks", "pack"]) == 0
-    months = len({packs.month_of(TODAY - d) for d in range(5, 8)})
+    months = len({month_of_day(TODAY - d) for d in range(5, 8)})
     assert capsys.readouterr().out.startswith(f"made {2 * months} month packs of closed days in ")
     assert cli.main(["clicks", "pack"]) == 0
     assert capsys.readouterr().out.startswith("made 0 month packs")
 
 
 def test_a_pack_made_meanwhile_is_not_made_again(client: TestClient, alice: Account, runtime: Runtime) -> None:
-    _clicked(client, alice, runtime, one=_clicks(range(3, 6)))
+    clicked(client, alice, runtime, one=_clicks(range(3, 6)))
     account = _id(runtime, alice)
     with runtime.db.session() as session:
         todo = packs.due(session.connection(), account, packs.last_closed())

@@ -25,23 +25,11 @@ from sqlalchemy.orm import Session
 from slugline import _core
 from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, read, recent, view_change, view_parts
 from slugline.common.caller import Caller
+from slugline.common.clock import day_date, day_number, month_number, month_start
 from slugline.common.models import CubeMove
 
-EPOCH = date(1970, 1, 1)
 DayRow = tuple[int, int, bytes, bytes | None, bytes | None]  # weight, epoch day, cube, uniques, hours
 PackRow = tuple[int, int, int, bytes, bytes | None]  # weight, first and last epoch day read, cube, uniques
-
-
-def epoch_day(day: date) -> int:
-    return (day - EPOCH).days
-
-
-def month_index(day: date) -> int:
-    return (day.year - 1970) * 12 + day.month - 1
-
-
-def month_start(index: int) -> date:
-    return date(1970 + index // 12, index % 12 + 1, 1)
 
 
 @dataclass(frozen=True)
@@ -81,18 +69,18 @@ def period_rows(
         f"AND scope = ? AND level = {PACK} AND bucket BETWEEN ? AND ?"
     )
     # A pack's bucket is the last day it holds, in the month it packs: those of the months the period touches.
-    end = epoch_day(month_start(month_index(last) + 1)) - 1
+    end = day_number(month_start(month_number(last) + 1)) - 1
     latest: dict[int, tuple[int, bytes, bytes | None]] = {}
-    for through, cube, more in _query(session, sql, [view.account_id, view.scope, epoch_day(first), end]):
-        month = month_index(EPOCH + timedelta(days=through))
+    for through, cube, more in _query(session, sql, [view.account_id, view.scope, day_number(first), end]):
+        month = month_number(day_date(through))
         if month not in latest or latest[month][0] < through:
             latest[month] = (through, cube, more)
     packs: list[PackRow] = []
     held: list[tuple[int, int]] = []
     for month, (through, cube, more) in latest.items():
-        start = epoch_day(month_start(month))
+        start = day_number(month_start(month))
         held.append((start, through))
-        a, b = max(start, epoch_day(first)), min(through, epoch_day(last))
+        a, b = max(start, day_number(first)), min(through, day_number(last))
         if a <= b:
             packs.append((1, a, b, cube, more))
     return day_rows(session, view, first, last, hours=False, uniques=uniques, held=held), packs
@@ -119,7 +107,7 @@ def day_rows(
         f"FROM click_cubes WHERE account_id = ? AND scope IN ({_marks(scopes)}) AND level = {DAY} "
         "AND bucket BETWEEN ? AND ?" + (f" AND NOT (scope = ? AND ({ranges}))" if held else "")
     )
-    params = [view.account_id, *scopes, epoch_day(first), epoch_day(last), *([view.scope] if held else [])]
+    params = [view.account_id, *scopes, day_number(first), day_number(last), *([view.scope] if held else [])]
     found = _query(session, sql, params)
     rows = [(scopes[row[0]], row[1], row[2], row[3], row[4]) for row in found]
     moved = {row[1] for row in found if row[0] != view.scope and recent(row[1])}
@@ -161,16 +149,16 @@ def _covering(first: date, last: date) -> tuple[dict[int, int], dict[int, int]]:
     `analytics.cache` relies on: it keeps the sum of closed days of a month still under way)."""
     months: dict[int, int] = {}
     days: dict[int, int] = {}
-    for m in range(month_index(first), month_index(last) + 1):
+    for m in range(month_number(first), month_number(last) + 1):
         start, end = month_start(m), month_start(m + 1) - timedelta(days=1)
         inside = [start + timedelta(days=i) for i in range((end - start).days + 1)]
         outside = [d for d in inside if not first <= d <= last]
         inside = [d for d in inside if first <= d <= last]
         if len(outside) + 1 < len(inside):
             months[m] = 1
-            days.update((epoch_day(d), -1) for d in outside)
+            days.update((day_number(d), -1) for d in outside)
         else:
-            days.update((epoch_day(d), 1) for d in inside)
+            days.update((day_number(d), 1) for d in inside)
     return months, days
 
 
@@ -194,18 +182,18 @@ def link_count_rows(session: Session, view: View, first: date, last: date) -> li
     last, when the month has a pack that ends within the period: one row and a day or two instead of up to 15."""
     months, days = _covering(first, last)
     packs: dict[int, int] = {}
-    start, end = month_start(month_index(last)), month_start(month_index(last) + 1) - timedelta(days=1)
+    start, end = month_start(month_number(last)), month_start(month_number(last) + 1) - timedelta(days=1)
     if view.scope in (ALL, PUBLIC) and first <= start and last < end:
         sql = (
             f"SELECT max(bucket) FROM click_cubes WHERE account_id = ? AND scope = ? AND level = {PACK} "
             "AND bucket BETWEEN ? AND ?"
         )
-        [(through,)] = _query(session, sql, [view.account_id, view.scope, epoch_day(start), epoch_day(last)])
+        [(through,)] = _query(session, sql, [view.account_id, view.scope, day_number(start), day_number(last)])
         if through is not None:
-            months.pop(month_index(last), None)
+            months.pop(month_number(last), None)
             for n in range((end - start).days + 1):
-                days.pop(epoch_day(start + timedelta(days=n)), None)
-            days.update((d, 1) for d in range(int(through) + 1, epoch_day(last) + 1))
+                days.pop(day_number(start + timedelta(days=n)), None)
+            days.update((d, 1) for d in range(int(through) + 1, day_number(last) + 1))
             packs[int(through)] = 1
     sql = (
         "SELECT level, bucket, links FROM click_cubes WHERE account_id = ? AND scope = ? AND links IS NOT NULL "

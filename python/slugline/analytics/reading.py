@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from slugline import _core
 from slugline.analytics import cubes
 from slugline.analytics.cache import AnswerCache, last_closed_day
+from slugline.common.clock import day_date
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Kept:
 
     def closed(self, first: date, last: date) -> tuple[date, date] | None:
         """The part of the period the cache may hold (None: none of it), the rest being read fresh."""
-        cut = min(last, cubes.EPOCH + timedelta(days=last_closed_day()))
+        cut = min(last, day_date(last_closed_day()))
         return (first, cut) if first <= cut else None
 
     def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:

@@ -8,7 +8,7 @@ from datetime import date, datetime, time, timedelta
 from itertools import islice
 from typing import Any
 
-from slugline.analytics import cubes
+from slugline.common.clock import day_number
 
 # Breakdowns show the most frequent entries and one OTHER row with the rest: sources come from anonymous
 # visitors' utm_source values, so without a cap anyone could make an account's analytics arbitrarily large.
@@ -32,7 +32,7 @@ def series(answer: dict[str, Any], interval: str, first: date, last: date) -> li
     if interval == "hour":
         midnight = datetime.combine(first, time.min)
         hours = (last - first).days * 24 + 24
-        base = cubes.epoch_day(first) * 24
+        base = day_number(first) * 24
         return [
             {
                 "date": (midnight + timedelta(hours=h)).strftime("%Y-%m-%dT%H:00:00Z"),
@@ -49,7 +49,7 @@ def series(answer: dict[str, Any], interval: str, first: date, last: date) -> li
             start = day.replace(day=1)
         else:
             start = day
-        buckets[start] = buckets.get(start, 0) + answer["days"].get(cubes.epoch_day(day), 0)
+        buckets[start] = buckets.get(start, 0) + answer["days"].get(day_number(day), 0)
         day += timedelta(days=1)
     return [{"date": start.isoformat(), "clicks": n} for start, n in buckets.items()]
 

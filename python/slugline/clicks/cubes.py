@@ -15,12 +15,12 @@ the move rows' locks, each in a fixed order, so two workers never deadlock and n
 from __future__ import annotations
 
 import time
-from datetime import date, timedelta
 
 import orjson
 from sqlalchemy import Connection
 
 from slugline import _core
+from slugline.common.clock import month_days, month_of_day
 
 DAY, MONTH = 0, 1
 PACK = 2  # a month of an account view's closed days in one row (`slugline.clicks.packs`); bucket: its last day
@@ -108,7 +108,9 @@ def save(conn: Connection, rows: list[NewCube]) -> None:
     today = int(time.time() // 86_400)
     # A pack holds days before the day it was made on; its bucket is the last of them, in the same month.
     packed = [
-        (r[0], r[1], r[3], month_end(r[3])) for r in rows if r[2] == DAY and r[1] in (ALL, PUBLIC) and r[3] < today
+        (r[0], r[1], r[3], month_days(month_of_day(r[3]))[1])
+        for r in rows
+        if r[2] == DAY and r[1] in (ALL, PUBLIC) and r[3] < today
     ]
     if packed:
         conn.exec_driver_sql(_UNPACK[dialect], packed)
@@ -117,21 +119,13 @@ def save(conn: Connection, rows: list[NewCube]) -> None:
         conn.exec_driver_sql(_BUMP[dialect], [(account,) for account in stale])
 
 
-def month_end(day: int) -> int:
-    """The last epoch day of the month of the epoch day `day`."""
-    d = date(1970, 1, 1) + timedelta(days=day)
-    following = date(d.year + d.month // 12, d.month % 12 + 1, 1)
-    return (following - date(1970, 1, 1)).days - 1
-
-
 def closed(level: int, bucket: int, today: int) -> bool:
     """Whether a change to the row (level, bucket) raises its account's epoch: a day before `today` (a UTC epoch
     day), or a month before today's. Answers may keep only days before yesterday (`slugline.analytics.cache`), so
     a write that began yesterday and commits today still raises the epoch for every day they keep."""
     if level == DAY:
         return bucket < today
-    start = date(1970, 1, 1) + timedelta(days=today)
-    return bucket < (start.year - 1970) * 12 + start.month - 1
+    return bucket < month_of_day(today)
 
 
 def lock_accounts(conn: Connection, accounts: set[int]) -> None:

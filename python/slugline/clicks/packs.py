@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import date, timedelta
 
 from sqlalchemy import Connection, text
 
 from slugline import _core
-from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, blob_or_none, lock_accounts, month_end
+from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, blob_or_none, lock_accounts
+from slugline.common.clock import month_days, month_of_day
 from slugline.storage.db import Database
 
 # Days back from today a pack may hold up to: closed days (`slugline.analytics.cache.FRESH_DAYS`), which the click
 # writer only changes for a late click or a link leaving or joining a view.
 CLOSED_AFTER = 2
-EPOCH = date(1970, 1, 1)
 
 _ACCOUNTS = text("SELECT id FROM accounts WHERE id > :after ORDER BY id LIMIT 100")
 _MONTHS = text(
@@ -58,16 +57,6 @@ def last_closed(now: float | None = None) -> int:
     return int((time.time() if now is None else now) // 86_400) - CLOSED_AFTER
 
 
-def month_first(month: int) -> int:
-    """The first epoch day of a month (months since 1970-01)."""
-    return (date(1970 + month // 12, month % 12 + 1, 1) - EPOCH).days
-
-
-def month_of(day: int) -> int:
-    d = EPOCH + timedelta(days=day)
-    return (d.year - 1970) * 12 + d.month - 1
-
-
 def due(conn: Connection, account: int, closed: int) -> list[tuple[str, int, int]]:
     """The packs of an account's views to make: (scope, month, last day to hold) for each month with clicks whose
     pack is missing, or does not yet hold every closed day of the month."""
@@ -77,13 +66,13 @@ def due(conn: Connection, account: int, closed: int) -> list[tuple[str, int, int
         if level == MONTH:
             months.add((scope, bucket))
         else:
-            made[(scope, month_of(bucket))] = max(bucket, made.get((scope, month_of(bucket)), bucket))
+            made[(scope, month_of_day(bucket))] = max(bucket, made.get((scope, month_of_day(bucket)), bucket))
     out = []
     for scope, month in sorted(months):
-        first = month_first(month)
+        first, last = month_days(month)
         if first > closed:
             continue
-        through = min(month_end(first), closed)
+        through = min(last, closed)
         if made.get((scope, month)) != through:
             out.append((scope, month, through))
     return out
@@ -94,10 +83,10 @@ def make(conn: Connection, account: int, scope: str, month: int, through: int) -
     PostgreSQL the account's lock is taken here); whether one was made. A pack another worker made meanwhile is
     left as it is; a month whose cubes are gone meanwhile (its links deleted, or the account) gets none."""
     lock_accounts(conn, {account})
-    first = month_first(month)
+    first, last = month_days(month)
     if conn.execute(_HAS_PACK, {"a": account, "s": scope, "through": through}).first() is not None:
         return False  # another worker's pass made it meanwhile
-    conn.execute(_UNPACK, {"a": account, "s": scope, "first": first, "last": month_end(first)})
+    conn.execute(_UNPACK, {"a": account, "s": scope, "first": first, "last": last})
     if conn.execute(_HAS_MONTH, {"a": account, "s": scope, "m": month}).first() is None:
         return False
     days = [

@@ -6,7 +6,7 @@ import functools
 import secrets
 import threading
 from collections.abc import Callable, Iterable
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Any, cast
 
 import orjson
@@ -17,12 +17,12 @@ from sqlalchemy.exc import DBAPIError
 from slugline import _core
 from slugline.clicks import cubes
 from slugline.common.bounds import MAX_REFERRER, MAX_SOURCE
+from slugline.common.clock import day_date
 from slugline.common.models import VisitorSalt
 from slugline.common.visibility import PUBLIC_LEVELS
 from slugline.storage.db import Database
 from slugline.webhooks import clicks as webhooks
 
-EPOCH = date(1970, 1, 1).toordinal()
 SALTS_KEPT = 3  # days of salts a worker remembers: today, and the days a late batch may still carry
 SALT_RETENTION = timedelta(days=1)  # older salts are deleted, so old visitor hashes can never be recomputed
 salts = cast(Table, VisitorSalt.__table__)
@@ -59,10 +59,6 @@ def _insert_rows(rows: int) -> str:
 MAX_TEXT = min(MAX_SOURCE, MAX_REFERRER)  # what Rust cuts sources and referrer hosts to
 
 
-def day_of(epoch_day: int) -> date:
-    return date.fromordinal(EPOCH + epoch_day)
-
-
 def upsert_insert(conn: Connection) -> Callable[[Any], Any]:
     return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
 
@@ -87,7 +83,7 @@ class SaltBook:
 
 
 def _salt(conn: Connection, epoch_day: int) -> bytes:
-    when = day_of(epoch_day)
+    when = day_date(epoch_day)
     stmt = upsert_insert(conn)(salts).values(day=when, salt=secrets.token_bytes(32))
     conn.execute(stmt.on_conflict_do_nothing(index_elements=["day"]))
     # Older salts go, so yesterday's visitor hashes can never be recomputed and linked to today's.

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 SECONDS_PER_DAY = 86_400
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+DAY_ZERO = date(1970, 1, 1)
 MICROSECOND = timedelta(microseconds=1)
 
 
@@ -35,3 +36,33 @@ def epoch_micros(moment: datetime) -> int:
 def epoch_day(unix_time: float) -> int:
     """Days since 1970-01-01 (UTC) of a unix time."""
     return int(unix_time // SECONDS_PER_DAY)
+
+
+# Clicks are counted by UTC day and month, each a number: days since 1970-01-01 ("epoch days", the cubes' buckets)
+# and months since 1970-01.
+
+
+def day_number(day: date) -> int:
+    return (day - DAY_ZERO).days
+
+
+def day_date(number: int) -> date:
+    return DAY_ZERO + timedelta(days=number)
+
+
+def month_number(day: date) -> int:
+    return (day.year - 1970) * 12 + day.month - 1
+
+
+def month_start(month: int) -> date:
+    return date(1970 + month // 12, month % 12 + 1, 1)
+
+
+def month_of_day(number: int) -> int:
+    """The month of an epoch day."""
+    return month_number(day_date(number))
+
+
+def month_days(month: int) -> tuple[int, int]:
+    """The first and last epoch days of a month."""
+    return day_number(month_start(month)), day_number(month_start(month + 1)) - 1
