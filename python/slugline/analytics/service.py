@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio.to_thread
-from sqlalchemy import func, select
+from sqlalchemy import func, literal, select
 
 from slugline.analytics import cache, cubes, reading, shape, toplinks
 from slugline.analytics.variants import variant_figures
@@ -30,6 +30,9 @@ from slugline.runtime import Runtime
 
 # A click of a link's list: when, who (classified), where from (the place resolved by the click writer) and to which
 # of the link's variants it was sent.
+# The click list reaches back this many clicks, the newest (its `total` counts at most these): counting a link's
+# whole log, or skipping through it to a deep page, would grow with its traffic. The export streams them all.
+LISTED_CLICKS = 10_000
 CLICK_COLUMNS = (
     Click.clicked_at,
     Click.device,
@@ -87,8 +90,8 @@ def analytics_on_thread(
 
 
 async def list_clicks(rt: Runtime, caller: Caller, link_id: str, data: dict[str, Any]) -> dict[str, Any]:
-    """One link's clicks, newest first, paginated like `GET /links` (bots included, flagged as device `bot`); in one
-    of the account's query slots, as counting the link's clicks grows with its traffic."""
+    """One link's clicks, newest first, paginated like `GET /links` (bots included, flagged as device `bot`), back to
+    the `LISTED_CLICKS` newest; in one of the account's query slots, as it reads the click log."""
     async with limits.analysing(rt, caller.account_id):
         return await anyio.to_thread.run_sync(clicks_on_thread, rt, caller, link_id, data)
 
@@ -97,15 +100,17 @@ def clicks_on_thread(rt: Runtime, caller: Caller, link_id: str, data: dict[str, 
     with rt.db.session() as session:
         link = find_link(session, caller, link_id)
         params = parse(PageParams, without_nulls(data))
-        total = session.scalar(select(func.count()).select_from(Click).where(Click.link_id == link.id)) or 0
+        newest = select(literal(1)).where(Click.link_id == link.id).limit(LISTED_CLICKS).subquery()
+        total = session.scalar(select(func.count()).select_from(newest)) or 0
+        skip = (params.page - 1) * params.per
         stmt = (
             select(*CLICK_COLUMNS)
             .where(Click.link_id == link.id)
             .order_by(Click.clicked_at.desc(), Click.id.desc())
-            .limit(params.per)
-            .offset((params.page - 1) * params.per)
+            .limit(min(params.per, total - skip))
+            .offset(skip)
         )
-        rows = session.execute(stmt).all()
+        rows = session.execute(stmt).all() if skip < total else []
     names = [column.key for column in CLICK_COLUMNS]
     return {
         "data": [{**dict(zip(names, row, strict=True)), "clicked_at": isoformat(row[0])} for row in rows],

@@ -13,6 +13,7 @@ import zxingcpp
 from PIL import Image
 from starlette.testclient import TestClient
 
+from slugline.analytics import service as analytics_service
 from slugline.common.inputs import FILTERS
 from tests.support.helpers import CHROME, SQLITE_ONLY, Account, wait_for_total
 
@@ -111,6 +112,31 @@ def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> N
         "city",
         "variant",
     }
+
+
+def test_the_click_list_reaches_back_a_bounded_number_of_clicks(
+    client: TestClient, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting and paging stop at the `LISTED_CLICKS` newest: a page past them is empty, not a scan of the log."""
+    monkeypatch.setattr(analytics_service, "LISTED_CLICKS", 2)
+    link = make_links(client, alice)["public"]
+    for source in ("a", "b", "c"):
+        client.get(f"/{link['slug']}?utm_source={source}", follow_redirects=False)
+    end = time.monotonic() + 10
+    while client.get(f"/api/v1/links/{link['id']}", headers=alice.auth()).json()["clicks"] < 3:
+        assert time.monotonic() < end
+        time.sleep(0.05)
+
+    def page(page: int, per: int) -> Any:
+        res = client.get(f"/api/v1/links/{link['id']}/clicks", params={"per": per, "page": page}, headers=alice.auth())
+        assert res.status_code == 200, res.text
+        return res.json()
+
+    first = page(1, 3)
+    assert first["pagination"] == {"page": 1, "per": 3, "total": 2, "pages": 1}
+    assert [c["source"] for c in first["data"]] == ["c", "b"]
+    assert [c["source"] for c in page(2, 1)["data"]] == ["b"]
+    assert page(3, 1)["data"] == [] and page(2, 2)["data"] == []
 
 
 @pytest.mark.parametrize(
