@@ -34,6 +34,7 @@ __all__ = [
     "classify_source",
     "classify_user_agent",
     "compose",
+    "fitting_totals",
     "generate_key",
     "generate_link_id",
     "generate_slug",
@@ -451,6 +452,10 @@ def pack_days(
     """A month's day cubes ``(epoch day, cube, uniques, links)`` of a view as one pack: its ``(cube, uniques,
     links)`` columns, holding the same clicks and visitors (no hours, no sketches) and each link's clicks over all
     its days."""
+
+def fitting_totals(rows: list[tuple[int, int, bytes]], filters: dict[str, str]) -> dict[int, int]:
+    """The clicks that fit ``filters`` (as ``analyse`` takes them) in each group of ``(group, weight, cube)`` rows,
+    each cube column added ``weight`` times; a group without clicks that fit is 0 or absent."""
 
 def top_links(rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
     """The ``n`` most clicked links over stored per-link counts ``(weight, links)``."""

@@ -3,7 +3,7 @@
 
 use super::delta::{batch_cubes, Owner, ALL};
 use super::pack::{pack, DayCube, Packed};
-use super::query::{analyse, analyse_with_packs, top_links, Answer, Filters, PackRow, Row, DIMENSIONS};
+use super::query::{analyse, analyse_with_packs, fitting_totals, top_links, Answer, Filters, PackRow, Row, DIMENSIONS};
 use super::*;
 use crate::fasthash::IdMap;
 use crate::rollup::{ClickBatch, ClickInput};
@@ -230,4 +230,40 @@ fn damaged_or_doubled_packs_are_errors() {
     assert!(ask(&wrong, uniques.as_deref()).is_err());
     let u = uniques.expect("visitors by source");
     assert!(ask(&cube, Some(&u[..u.len() / 2])).is_err());
+}
+
+#[test]
+fn fitting_totals_are_the_totals_analyse_gives_per_group_weighted_and_split() {
+    let days = days(90, 5);
+    let cases: [&[(&str, &str)]; 8] = [
+        &[],
+        &[("device", "mobile")],
+        &[("browser", "CHROME"), ("os", "android")],
+        &[("source", "newsletter")],
+        &[("referrer", "t.co")],
+        &[("device", "desktop"), ("source", "google")],
+        &[("variant", "x")],
+        &[("country", "nowhere")],
+    ];
+    // Three groups of days (more rows than one thread takes), one of them with a day taken out again.
+    let groups: [(i64, std::ops::Range<usize>); 3] = [(7, 0..40), (8, 40..85), (9, 85..90)];
+    for case in cases {
+        let f = filters(case);
+        let mut rows: Vec<(i64, i64, &[u8])> = Vec::new();
+        for (group, range) in &groups {
+            rows.extend(days[range.clone()].iter().map(|(_, b)| (*group, 1, b.cube.as_slice())));
+        }
+        rows.push((8, -1, days[41].1.cube.as_slice()));
+        let got = fitting_totals(&rows, &f).expect("totals");
+        for (group, range) in &groups {
+            let mut want = by_days(&days, days[range.start].0, days[range.end - 1].0, &f).total;
+            if *group == 8 {
+                want -= by_days(&days, days[41].0, days[41].0, &f).total;
+            }
+            assert_eq!(got.get(group).copied().unwrap_or(0), want, "{case:?} group {group}");
+        }
+    }
+    let all = fitting_totals(&[(1, 1, days[0].1.cube.as_slice())], &filters(&[])).expect("one");
+    assert!(all[&1] > 0);
+    assert!(fitting_totals(&[(1, 1, &days[0].1.cube[..5])], &filters(&[])).is_err());
 }

@@ -6,14 +6,17 @@ use super::{core_error, detached, guard};
 use crate::codec::CodecError;
 use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner};
 use crate::cube::pack::{pack, DayCube};
-use crate::cube::query::{analyse_with_packs, top_links as top, Filters, PackRow, Row, DIMENSIONS};
+use crate::cube::query::{
+    analyse_with_packs, fitting_totals as fitting, top_links as top, Filters, PackRow, Row, DIMENSIONS,
+};
 use crate::cube::{Blobs, Cube, VERSION_2};
 use crate::fasthash::IdMap;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use std::collections::HashMap;
 
-type Bytes = Vec<u8>;
+type Bytes = PyBackedBytes;
 /// A link's stored row: (level, bucket, cube, uniques, hours).
 type LinkRow = (u8, i64, Bytes, Option<Bytes>, Option<Bytes>);
 /// A link's day row as a part of its view: (cube, uniques, hours, sketches).
@@ -58,7 +61,7 @@ fn decode(row: &StoredRow) -> Result<Cube, CodecError> {
 }
 
 fn to_python<'py>(py: Python<'py>, key: CubeKey, blobs: Option<Blobs>) -> NewRow<'py> {
-    let b = |v: Option<Bytes>| v.map(|v| PyBytes::new(py, &v));
+    let b = |v: Option<Vec<u8>>| v.map(|v| PyBytes::new(py, &v));
     match blobs {
         None => (key.0, key.1, key.2, key.3, None, None, None, None, None),
         Some(x) => (
@@ -278,14 +281,7 @@ pub fn analyse<'py>(
     hours: bool,
     packs: Vec<PackIn>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut wanted: [Option<String>; DIMENSIONS.len()] = Default::default();
-    for (name, value) in filters {
-        let at = DIMENSIONS
-            .iter()
-            .position(|d| *d == name)
-            .ok_or_else(|| core_error(format!("no dimension {name}")))?;
-        wanted[at] = Some(value.to_lowercase());
-    }
+    let wanted = parse_filters(filters)?;
     let answer = detached(py, || {
         let rows: Vec<Row<'_>> = rows
             .iter()
@@ -307,7 +303,7 @@ pub fn analyse<'py>(
                 uniques: uniques.as_deref(),
             })
             .collect();
-        analyse_with_packs(&rows, &packs, &Filters(wanted), hours)
+        analyse_with_packs(&rows, &packs, &wanted, hours)
     })?;
     guard(|| {
         let out = PyDict::new(py);
@@ -327,11 +323,40 @@ pub fn analyse<'py>(
     })
 }
 
+/// Filters by dimension name, values lowercased.
+fn parse_filters(filters: HashMap<String, String>) -> PyResult<Filters> {
+    let mut wanted: [Option<String>; DIMENSIONS.len()] = Default::default();
+    for (name, value) in filters {
+        let at = DIMENSIONS
+            .iter()
+            .position(|d| *d == name)
+            .ok_or_else(|| core_error(format!("no dimension {name}")))?;
+        wanted[at] = Some(value.to_lowercase());
+    }
+    Ok(Filters(wanted))
+}
+
+/// The clicks that fit `filters` in each group of `(group, weight, cube column)` rows, as {group: clicks}: a
+/// group without clicks that fit is 0 or absent.
+#[pyfunction]
+pub fn fitting_totals(
+    py: Python<'_>,
+    rows: Vec<(i64, i64, Bytes)>,
+    filters: HashMap<String, String>,
+) -> PyResult<HashMap<i64, i64>> {
+    let wanted = parse_filters(filters)?;
+    let totals = detached(py, || {
+        let rows: Vec<(i64, i64, &[u8])> = rows.iter().map(|(g, w, c)| (*g, *w, &c[..])).collect();
+        fitting(&rows, &wanted)
+    })?;
+    Ok(totals.into_iter().collect())
+}
+
 /// The `n` most clicked links over stored per-link counts `(weight, links)`, as (link id, clicks).
 #[pyfunction]
 pub fn top_links(py: Python<'_>, rows: Vec<(i64, Bytes)>, n: usize) -> PyResult<Vec<(String, i64)>> {
     detached(py, || {
-        let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, b.as_slice())).collect();
+        let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, &b[..])).collect();
         top(&rows, n)
     })
 }
@@ -346,7 +371,7 @@ pub fn pack_days<'py>(
     let (cube, uniques, links) = detached(py, || {
         let days: Vec<DayCube<'_>> = days
             .iter()
-            .map(|(d, c, u, l)| (*d, c.as_slice(), u.as_deref(), l.as_deref()))
+            .map(|(d, c, u, l)| (*d, &c[..], u.as_deref(), l.as_deref()))
             .collect();
         pack(&days)
     })?;
@@ -392,7 +417,7 @@ impl PyLinkCounts {
 #[pyfunction]
 pub fn link_counts(py: Python<'_>, rows: Vec<(i64, Bytes)>) -> PyResult<PyLinkCounts> {
     detached(py, || {
-        let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, b.as_slice())).collect();
+        let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, &b[..])).collect();
         let ranked = top(&rows, usize::MAX)?;
         let by_link = ranked.iter().cloned().collect();
         Ok::<_, CodecError>(PyLinkCounts { ranked, by_link })

@@ -64,13 +64,11 @@ def _filtered_totals(
     """Each link's clicks over the period that fit `filters`, from its own cubes (closed days' from the cache)."""
 
     def totals(some: list[str], start: date, end: date) -> dict[str, int]:
-        # One call for every link: each link's rows are given its index as their "day", so the per-day series is
-        # the per-link totals (a link without clicks that fit has none), and the core splits the rows over two
-        # threads as it does a long period's.
+        # One call for every link, each link's rows a group: the core reads only their strings and combinations.
         own = cubes.link_rows(session, view.account_id, some, start, end)
-        rows = [(weight, at, cube, u, h) for at, link in enumerate(some) for weight, _, cube, u, h in own[link]]
-        per_link = _core.analyse(rows, filters, False)["days"]
-        return {link: int(per_link.get(at, 0)) for at, link in enumerate(some)}
+        rows = [(at, weight, cube) for at, link in enumerate(some) for weight, _, cube, _, _ in own[link]]
+        per_link = _core.fitting_totals(rows, filters)
+        return {link: per_link.get(at, 0) for at, link in enumerate(some)}
 
     closed = kept.closed(first, last) if kept else None
     if kept is None or closed is None:
