@@ -78,6 +78,18 @@ fn filters(pairs: &[(&str, &str)]) -> Filters {
     Filters(wanted)
 }
 
+/// Filters the tests here ask under: none, one dimension, two, a variant that is no number, a value no click has.
+const CASES: [&[(&str, &str)]; 8] = [
+    &[],
+    &[("device", "mobile")],
+    &[("browser", "CHROME"), ("os", "android")],
+    &[("source", "newsletter")],
+    &[("referrer", "t.co")],
+    &[("device", "desktop"), ("source", "google")],
+    &[("variant", "x")],
+    &[("country", "nowhere")],
+];
+
 fn by_days(days: &[(i64, Blobs)], first: i64, last: i64, f: &Filters) -> Answer {
     let rows: Vec<Row<'_>> = days
         .iter()
@@ -113,16 +125,7 @@ fn a_pack_answers_as_its_days_over_any_range_and_filter() {
         cube.len() + uniques.as_ref().map_or(0, Vec::len) < stored,
         "a pack is smaller than its days"
     );
-    let cases: [&[(&str, &str)]; 7] = [
-        &[],
-        &[("device", "mobile")],
-        &[("browser", "chrome"), ("os", "android")],
-        &[("source", "newsletter")],
-        &[("referrer", "t.co")],
-        &[("device", "desktop"), ("source", "google")],
-        &[("country", "nowhere")],
-    ];
-    for case in cases {
+    for case in CASES {
         let f = filters(case);
         for (first, last) in [
             (20_000, 20_030),
@@ -235,19 +238,9 @@ fn damaged_or_doubled_packs_are_errors() {
 #[test]
 fn fitting_totals_are_the_totals_analyse_gives_per_group_weighted_and_split() {
     let days = days(90, 5);
-    let cases: [&[(&str, &str)]; 8] = [
-        &[],
-        &[("device", "mobile")],
-        &[("browser", "CHROME"), ("os", "android")],
-        &[("source", "newsletter")],
-        &[("referrer", "t.co")],
-        &[("device", "desktop"), ("source", "google")],
-        &[("variant", "x")],
-        &[("country", "nowhere")],
-    ];
     // Three groups of days (more rows than one thread takes), one of them with a day taken out again.
     let groups: [(i64, std::ops::Range<usize>); 3] = [(7, 0..40), (8, 40..85), (9, 85..90)];
-    for case in cases {
+    for case in CASES {
         let f = filters(case);
         let mut rows: Vec<(i64, i64, &[u8])> = Vec::new();
         for (group, range) in &groups {
