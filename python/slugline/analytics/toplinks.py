@@ -110,10 +110,11 @@ def top_links(
         counted = sorted((c for c in counted if c[1] > 0), key=lambda c: (-c[1], c[0]))
     if not counted:
         return []
-    found = {
-        link_id: (slug, title)
-        for link_id, slug, title in session.execute(
-            select(Link.id, Link.slug, Link.title).where(Link.id.in_([c[0] for c in counted]), *visible(caller))
-        )
-    }
+    found = titles(session, caller, [c[0] for c in counted])
     return [(link, *found[link], n) for link, n in counted if link in found][:TOP_LINKS]
+
+
+def titles(session: Session, caller: Caller, links: list[str]) -> dict[str, tuple[str, str | None]]:
+    """The slug and title of each of `links` the caller sees (a link deleted or hidden since is left out)."""
+    found = session.execute(select(Link.id, Link.slug, Link.title).where(Link.id.in_(links), *visible(caller)))
+    return {link_id: (slug, title) for link_id, slug, title in found}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
@@ -22,19 +23,23 @@ from starlette.types import Message
 from slugline import _core
 from slugline.accounts import callers
 from slugline.accounts.identitycache import IdentityCache
+from slugline.analytics import toplinks
 from slugline.analytics.cache import AnswerCache
 from slugline.analytics.service import analytics_on_thread
 from slugline.common.caller import Caller
-from slugline.common.clock import utcnow
 from slugline.common.errors import ServiceError
+from slugline.common.inputs import ListParams
+from slugline.common.validation import parse
 from slugline.links.counts import LinkCounts
-from slugline.links.service import list_on_thread
+from slugline.links.service import get_on_loop, list_on_loop, list_on_thread
 from slugline.runtime import Runtime
 from slugline.search.cache import SearchCache
 
 log = logging.getLogger("slugline")
 
 NOBODY = -1  # an account id no database gives (ids start at 1)
+BASE = "http://warm-up"
+NOBODY_CALLER = Caller(NOBODY, "", "pro", "full", datetime(2026, 1, 1, tzinfo=UTC), BASE)
 # The questions a dashboard or client asks first: a month, a week by the hour, a filter, a page of links.
 ANALYTICS = ({"days": 30}, {"days": 7, "interval": "hour"}, {"days": 30, "device": "mobile"})
 UNMATCHED = "/\x00warm-up"  # no route takes it, so the router passes every included router's routes
@@ -45,7 +50,12 @@ async def warm_up(app: FastAPI, rt: Runtime) -> None:
     (its first requests are then slower, nothing else)."""
     try:
         await _route_unmatched(app)
-        await anyio.to_thread.run_sync(_services, rt)
+        ghost = _ghost(rt)
+        await anyio.to_thread.run_sync(_services, ghost)
+        # The reads a page of links or a link answered on the event loop makes (none is answered for nobody).
+        await list_on_loop(ghost, NOBODY_CALLER, parse(ListParams, {}))
+        with contextlib.suppress(ServiceError):
+            await get_on_loop(ghost, NOBODY_CALLER, "lnk_warmup000")
     except Exception:
         log.warning("warming up the worker failed; it serves anyway", exc_info=True)
 
@@ -77,9 +87,9 @@ async def _route_unmatched(app: FastAPI) -> None:
     await app.router(scope, receive, send)
 
 
-def _services(rt: Runtime) -> None:
-    """Each path once, for an account that does not exist, on a runtime whose caches are thrown away after."""
-    ghost = dataclasses.replace(
+def _ghost(rt: Runtime) -> Runtime:
+    """The worker's runtime with caches of its own, thrown away after the warm-up (the database shared)."""
+    return dataclasses.replace(
         rt,
         search=SearchCache(1 << 20),
         analytics=AnswerCache(1 << 20),
@@ -87,10 +97,14 @@ def _services(rt: Runtime) -> None:
         link_counts=LinkCounts(),
         archived_counts=LinkCounts(),
     )
-    base = "http://warm-up"
+
+
+def _services(ghost: Runtime) -> None:
+    """Each path once, for an account that does not exist, on a runtime whose caches are thrown away after."""
     with contextlib.suppress(ServiceError):  # refused, as it must be: the key's lookup was the point
-        callers.authenticate(ghost, f"Bearer {_core.generate_key('full')}", base)
-    nobody = Caller(NOBODY, "", "pro", "full", utcnow(), base)
+        callers.authenticate(ghost, f"Bearer {_core.generate_key('full')}", BASE)
     for question in ANALYTICS:
-        analytics_on_thread(ghost, nobody, dict(question))
-    list_on_thread(ghost, nobody, {})
+        analytics_on_thread(ghost, NOBODY_CALLER, dict(question))
+    with ghost.db.session() as session:  # top links' titles: nobody has links with clicks to rank
+        toplinks.titles(session, NOBODY_CALLER, ["lnk_warmup000"])
+    list_on_thread(ghost, NOBODY_CALLER, {})
