@@ -97,16 +97,23 @@ pub fn analyse_with_packs(
     }
     let (left_packs, right_packs) = packs.split_at(p);
     let (left_rows, right_rows) = rows.split_at(r);
-    let (a, b) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| analyse_part(right_rows, right_packs, filters, want_hours));
-        let mine = analyse_part(left_rows, left_packs, filters, want_hours);
-        (mine, other.join())
-    });
-    // A panic in the other half is passed on as itself, for the boundary to report.
-    let b = b.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let (a, b) = in_two(
+        || analyse_part(left_rows, left_packs, filters, want_hours),
+        || analyse_part(right_rows, right_packs, filters, want_hours),
+    );
     let (mut a, b) = (a?, b?);
     a.absorb(b);
     Ok(a)
+}
+
+/// `mine` on this thread and `other` on another, at once; a panic in the other is passed on as itself, for the
+/// boundary to report.
+fn in_two<A, B: Send>(mine: impl FnOnce() -> A, other: impl FnOnce() -> B + Send) -> (A, B) {
+    let (a, b) = std::thread::scope(|scope| {
+        let other = scope.spawn(other);
+        (mine(), other.join())
+    });
+    (a, b.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
 }
 
 impl Answer {
@@ -467,11 +474,7 @@ pub fn fitting_totals(rows: &[(i64, i64, &[u8])], filters: &Filters) -> Result<I
         at += 1;
     }
     let (left, right) = rows.split_at(at);
-    let (a, b) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| part(right));
-        (part(left), other.join())
-    });
-    let b = b.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let (a, b) = in_two(|| part(left), || part(right));
     let (mut a, b) = (a?, b?);
     for (group, n) in b {
         *a.entry(group).or_insert(0) += n;

@@ -94,7 +94,8 @@ def test_other_accounts_see_nothing(client: TestClient, alice: Account, make_acc
     assert (res.status_code, res.json()) == (404, {"error": "link not found"})
 
 
-def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> None:
+def clicked_thrice(client: TestClient, alice: Account) -> dict[str, Any]:
+    """Alice's public link, visited from sources a, b and c in that order, the clicks written."""
     link = make_links(client, alice)["public"]
     for source in ("a", "b", "c"):
         client.get(f"/{link['slug']}?utm_source={source}", follow_redirects=False)
@@ -102,6 +103,11 @@ def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> N
     while client.get(f"/api/v1/links/{link['id']}", headers=alice.auth()).json()["clicks"] < 3:
         assert time.monotonic() < end
         time.sleep(0.05)
+    return link
+
+
+def test_clicks_pagination_newest_first(client: TestClient, alice: Account) -> None:
+    link = clicked_thrice(client, alice)
     first = client.get(f"/api/v1/links/{link['id']}/clicks", params={"per": 2}, headers=alice.auth()).json()
     second = client.get(f"/api/v1/links/{link['id']}/clicks", params={"per": 2, "page": 2}, headers=alice.auth())
     assert first["pagination"] == {"page": 1, "per": 2, "total": 3, "pages": 2}
@@ -119,13 +125,7 @@ def test_the_click_list_reaches_back_a_bounded_number_of_clicks(
 ) -> None:
     """Counting and paging stop at the `LISTED_CLICKS` newest: a page past them is empty, not a scan of the log."""
     monkeypatch.setattr(analytics_service, "LISTED_CLICKS", 2)
-    link = make_links(client, alice)["public"]
-    for source in ("a", "b", "c"):
-        client.get(f"/{link['slug']}?utm_source={source}", follow_redirects=False)
-    end = time.monotonic() + 10
-    while client.get(f"/api/v1/links/{link['id']}", headers=alice.auth()).json()["clicks"] < 3:
-        assert time.monotonic() < end
-        time.sleep(0.05)
+    link = clicked_thrice(client, alice)
 
     def page(page: int, per: int) -> Any:
         res = client.get(f"/api/v1/links/{link['id']}/clicks", params={"per": per, "page": page}, headers=alice.auth())
