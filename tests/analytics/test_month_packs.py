@@ -152,10 +152,35 @@ def test_a_pack_made_meanwhile_is_not_made_again(client: TestClient, alice: Acco
     clicked(client, alice, runtime, one=_clicks(range(3, 6)))
     account = _id(runtime, alice)
     with runtime.db.session() as session:
-        todo = packs.due(session.connection(), account, packs.last_closed())
+        todo = packs.due(session.connection(), [account], packs.last_closed())[account]
     assert todo and all(scope in (ALL, "p") for scope, _, _ in todo)
     with runtime.db.writing() as session:  # two workers' passes found the same packs due
         assert [packs.make(session.connection(), account, *due) for due in todo] == [True] * len(todo)
     with runtime.db.writing() as session:
         assert [packs.make(session.connection(), account, *due) for due in todo] == [False] * len(todo)
     assert len(_packs(runtime, account)) == len(todo)
+
+
+def test_a_pass_finds_many_accounts_due_packs_in_one_query(
+    client: TestClient, make_account: Any, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice, bob = make_account("alice"), make_account("bob")
+    clicked(client, alice, runtime, one=_clicks(range(3, 6)))
+    clicked(client, bob, runtime, two=_clicks(range(40, 41)))
+    a, b = _id(runtime, alice), _id(runtime, bob)
+    with runtime.db.session() as session:
+        todo = packs.due(session.connection(), [a, b], packs.last_closed())
+    assert {scope for scope, _, _ in todo[a]} == {scope for scope, _, _ in todo[b]} == {ALL, "p"}
+    assert {month for _, month, _ in todo[b]} == {month_of_day(TODAY - 40)}
+    asked: list[list[int]] = []
+    finding = packs.due
+
+    def due(conn: Any, accounts: list[int], closed: int) -> Any:
+        asked.append(accounts)
+        return finding(conn, accounts, closed)
+
+    monkeypatch.setattr(packs, "due", due)
+    assert sum(packs.upkeep(runtime.db)) == len(todo[a]) + len(todo[b])
+    assert asked == [[a, b]]  # one query for both accounts, not one each
+    with runtime.db.session() as session:
+        assert packs.due(session.connection(), [a, b], packs.last_closed()) == {a: [], b: []}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, bindparam, text
 
 from slugline import _core
 from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, blob_or_none, lock_accounts
@@ -29,11 +29,12 @@ from slugline.storage.db import Database
 # writer only changes for a late click or a link leaving or joining a view.
 CLOSED_AFTER = 2
 
-_ACCOUNTS = text("SELECT id FROM accounts WHERE id > :after ORDER BY id LIMIT 100")
+_ACCOUNT_BATCH = 100  # accounts whose due packs one query finds
+_ACCOUNTS = text(f"SELECT id FROM accounts WHERE id > :after ORDER BY id LIMIT {_ACCOUNT_BATCH}")
 _MONTHS = text(
-    f"SELECT scope, level, bucket FROM click_cubes WHERE account_id = :a AND scope IN ('{ALL}', '{PUBLIC}') "
-    f"AND level IN ({MONTH}, {PACK})"
-)
+    "SELECT account_id, scope, level, bucket FROM click_cubes WHERE account_id IN :accounts "
+    f"AND scope IN ('{ALL}', '{PUBLIC}') AND level IN ({MONTH}, {PACK})"
+).bindparams(bindparam("accounts", expanding=True))
 _DAYS = text(
     f"SELECT bucket, cube, uniques, links FROM click_cubes WHERE account_id = :a AND scope = :s AND level = {DAY} "
     "AND bucket BETWEEN :first AND :last"
@@ -57,24 +58,25 @@ def last_closed(now: float | None = None) -> int:
     return int((time.time() if now is None else now) // 86_400) - CLOSED_AFTER
 
 
-def due(conn: Connection, account: int, closed: int) -> list[tuple[str, int, int]]:
-    """The packs of an account's views to make: (scope, month, last day to hold) for each month with clicks whose
-    pack is missing, or does not yet hold every closed day of the month."""
-    months: set[tuple[str, int]] = set()
-    made: dict[tuple[str, int], int] = {}
-    for scope, level, bucket in conn.execute(_MONTHS, {"a": account}):
+def due(conn: Connection, accounts: list[int], closed: int) -> dict[int, list[tuple[str, int, int]]]:
+    """The packs of the accounts' views to make, in one query: for each account, (scope, month, last day to hold)
+    of each month with clicks whose pack is missing or does not yet hold every closed day of the month."""
+    months: set[tuple[int, str, int]] = set()
+    made: dict[tuple[int, str, int], int] = {}
+    for account, scope, level, bucket in conn.execute(_MONTHS, {"accounts": accounts}):
         if level == MONTH:
-            months.add((scope, bucket))
+            months.add((account, scope, bucket))
         else:
-            made[(scope, month_of_day(bucket))] = max(bucket, made.get((scope, month_of_day(bucket)), bucket))
-    out = []
-    for scope, month in sorted(months):
+            key = (account, scope, month_of_day(bucket))
+            made[key] = max(bucket, made.get(key, bucket))
+    out: dict[int, list[tuple[str, int, int]]] = {account: [] for account in accounts}
+    for account, scope, month in sorted(months):
         first, last = month_days(month)
         if first > closed:
             continue
         through = min(last, closed)
-        if made.get((scope, month)) != through:
-            out.append((scope, month, through))
+        if made.get((account, scope, month)) != through:
+            out[account].append((scope, month, through))
     return out
 
 
@@ -100,22 +102,23 @@ def make(conn: Connection, account: int, scope: str, month: int, through: int) -
 
 
 def upkeep(db: Database, now: float | None = None) -> Iterator[int]:
-    """One pass: every account's due packs, each made in a transaction of its own; yields after each step (a pack,
-    or an account with none due) the packs it made."""
+    """One pass: every account's due packs (found a hundred accounts a query), each made in a transaction of its
+    own; yields after each step (a pack, or a batch of accounts with none due) the packs it made."""
     closed = last_closed(now)
     after = 0
     while True:
         with db.session() as session:
             accounts = list(session.execute(_ACCOUNTS, {"after": after}).scalars())
+            todo = due(session.connection(), accounts, closed) if accounts else {}
         if not accounts:
             return
-        for account in accounts:
-            with db.session() as session:
-                todo = due(session.connection(), account, closed)
-            for scope, month, through in todo:
+        steps = 0
+        for account, packs in todo.items():
+            for scope, month, through in packs:
                 with db.writing() as session:
                     made = make(session.connection(), account, scope, month, through)
+                steps += 1
                 yield int(made)
-            if not todo:
-                yield 0
+        if not steps:
+            yield 0
         after = accounts[-1]
