@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from slugline import _core
 from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, read, recent, view_change, view_parts
 from slugline.common.caller import Caller
-from slugline.common.clock import day_date, day_number, month_number, month_start
+from slugline.common.clock import day_date, day_number, month_days, month_number, month_start
 from slugline.common.models import CubeMove
 
 DayRow = tuple[int, int, bytes, bytes | None, bytes | None]  # weight, epoch day, cube, uniques, hours
@@ -69,7 +69,7 @@ def period_rows(
         f"AND scope = ? AND level = {PACK} AND bucket BETWEEN ? AND ?"
     )
     # A pack's bucket is the last day it holds, in the month it packs: those of the months the period touches.
-    end = day_number(month_start(month_number(last) + 1)) - 1
+    end = month_days(month_number(last))[1]
     latest: dict[int, tuple[int, bytes, bytes | None]] = {}
     for through, cube, more in _query(session, sql, [view.account_id, view.scope, day_number(first), end]):
         month = month_number(day_date(through))
