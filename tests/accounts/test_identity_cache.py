@@ -76,7 +76,7 @@ def test_the_cache_never_holds_more_than_its_bound() -> None:
 
 
 def test_a_write_drops_the_accounts_entries_and_any_read_begun_before_it() -> None:
-    cache = IdentityCache()
+    cache = IdentityCache(clock=lambda: 1000.0)  # no answer runs out of trust mid-test
     cache.put("a", caller(1), cache.ticket())
     cache.put("b", caller(2), cache.ticket())
     before = cache.ticket()
@@ -87,7 +87,7 @@ def test_a_write_drops_the_accounts_entries_and_any_read_begun_before_it() -> No
 
 
 def test_the_base_url_is_the_requests_own() -> None:
-    cache = IdentityCache()
+    cache = IdentityCache(clock=lambda: 1000.0)
     cache.put("a", caller(1), cache.ticket())
     found = cache.get("a", "https://other.example")
     assert found is not None and found.base_url == "https://other.example"
