@@ -1,6 +1,8 @@
 //! Criterion benchmarks of the hot paths (run with `cargo bench`).
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use slugline_core::codec::Writer;
+use slugline_core::cube::query::{top_links, LinkTotals};
 use slugline_core::rollup::ClickBatch;
 use slugline_core::search::{Link, SearchIndex};
 use slugline_core::{keys, useragent};
@@ -167,5 +169,43 @@ fn bench_clicks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_keys, bench_search, bench_clicks);
+/// A year's per-link count rows of an account with 10,000 links: twelve month packs and a few days, each naming
+/// ~9,500 of the links, as a first view of top links reads them.
+fn bench_link_counts(c: &mut Criterion) {
+    let mut state = 7u64;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let links: Vec<String> = (0..10_000)
+        .map(|_| {
+            let id: String = (0..11).map(|_| char::from(BASE62[next(62) as usize])).collect();
+            format!("lnk_{id}") // as the service makes them
+        })
+        .collect();
+    let rows: Vec<(i64, Vec<u8>)> = (0..13)
+        .map(|_| {
+            let mut w = Writer::default();
+            let named: Vec<&String> = links.iter().filter(|_| next(20) != 0).collect();
+            w.uint(named.len() as u64);
+            for link in named {
+                w.str(link);
+                w.int(1 + next(300) as i64);
+            }
+            (1, w.finish())
+        })
+        .collect();
+    let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, b.as_slice())).collect();
+    let mut group = c.benchmark_group("link_counts");
+    group.bench_function("top_25_of_a_year", |b| b.iter(|| top_links(black_box(&rows), 25)));
+    group.bench_function("kept_a_year", |b| {
+        b.iter(|| LinkTotals::new(black_box(&rows)).map(|t| t.len()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_keys, bench_search, bench_clicks, bench_link_counts);
 criterion_main!(benches);

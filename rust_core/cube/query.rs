@@ -413,7 +413,16 @@ fn sum_fitting(
 
 /// Clicks per link over `rows` of per-link counts (each added `weight` times), the `n` most clicked first.
 pub fn top_links(rows: &[(i64, &[u8])], n: usize) -> Result<Vec<(String, i64)>, CodecError> {
-    // Links as their bytes: only the `n` returned are checked as text (a year's rows name 10,000 links a dozen times).
+    let clicked: Vec<(&[u8], i64)> = link_totals(rows)?.into_iter().filter(|&(_, c)| c > 0).collect();
+    ranked(clicked, n)
+        .into_iter()
+        .map(|(l, c)| Ok((std::str::from_utf8(l).map_err(|_| CodecError::Invalid)?.to_owned(), c)))
+        .collect()
+}
+
+/// Each link's clicks over `rows`, keyed by the link's bytes in them: only the links kept or returned are checked
+/// as text (a year's rows name 10,000 links a dozen times).
+fn link_totals<'a>(rows: &[(i64, &'a [u8])]) -> Result<IdMap<&'a [u8], i64>, CodecError> {
     let mut totals: IdMap<&[u8], i64> = IdMap::default();
     for &(weight, bytes) in rows {
         let mut r = Reader::new(bytes);
@@ -425,17 +434,88 @@ pub fn top_links(rows: &[(i64, &[u8])], n: usize) -> Result<Vec<(String, i64)>, 
             *totals.entry(link).or_insert(0) += r.int()? * weight;
         }
     }
-    let mut ranked: Vec<(&[u8], i64)> = totals.into_iter().filter(|&(_, c)| c > 0).collect();
-    let order = |a: &(&[u8], i64), b: &(&[u8], i64)| b.1.cmp(&a.1).then(a.0.cmp(b.0));
-    if n < ranked.len() {
-        ranked.select_nth_unstable_by(n, order);
-        ranked.truncate(n);
+    Ok(totals)
+}
+
+/// The `n` first of `links` by clicks, then by id: only those `n` are sorted.
+fn ranked<K: Ord>(mut links: Vec<(K, i64)>, n: usize) -> Vec<(K, i64)> {
+    let order = |a: &(K, i64), b: &(K, i64)| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+    if n < links.len() {
+        links.select_nth_unstable_by(n, order);
+        links.truncate(n);
     }
-    ranked.sort_unstable_by(order);
-    ranked
-        .into_iter()
-        .map(|(l, c)| Ok((std::str::from_utf8(l).map_err(|_| CodecError::Invalid)?.to_owned(), c)))
-        .collect()
+    links.sort_unstable_by(order);
+    links
+}
+
+/// Every link's clicks over a period, kept for many questions: its `LEADERS` most clicked ranked once (what top
+/// links asks for), any link's clicks looked up by id. Each link's id is held once; the rest of the ranking is made
+/// only if more than the leaders are asked for.
+pub struct LinkTotals {
+    by_link: IdMap<Box<str>, i64>,
+    leaders: Vec<(Box<str>, i64)>,
+}
+
+impl LinkTotals {
+    /// How many of the most clicked are ranked when made: top links asks for 10, or 25 candidates under a filter.
+    pub const LEADERS: usize = 64;
+
+    /// The links with clicks over `rows` of per-link counts (each added `weight` times).
+    pub fn new(rows: &[(i64, &[u8])]) -> Result<Self, CodecError> {
+        let totals = link_totals(rows)?;
+        let mut by_link = IdMap::default();
+        by_link.reserve(totals.len());
+        for (link, clicks) in totals {
+            if clicks > 0 {
+                let link = std::str::from_utf8(link).map_err(|_| CodecError::Invalid)?;
+                by_link.insert(Box::from(link), clicks);
+            }
+        }
+        let mut made = Self {
+            by_link,
+            leaders: Vec::new(),
+        };
+        made.leaders = made
+            .rank(Self::LEADERS)
+            .into_iter()
+            .map(|(l, c)| (Box::from(l), c))
+            .collect();
+        Ok(made)
+    }
+
+    fn rank(&self, n: usize) -> Vec<(&str, i64)> {
+        ranked(self.by_link.iter().map(|(l, &c)| (&**l, c)).collect(), n)
+    }
+
+    /// The `n` most clicked links, by clicks then id.
+    pub fn top(&self, n: usize) -> Vec<(String, i64)> {
+        if n <= self.leaders.len() || self.leaders.len() == self.by_link.len() {
+            return self.leaders.iter().take(n).map(|(l, c)| (l.to_string(), *c)).collect();
+        }
+        self.rank(n).into_iter().map(|(l, c)| (l.to_owned(), c)).collect()
+    }
+
+    /// The clicks of `link` (0 for a link without any).
+    pub fn get(&self, link: &str) -> i64 {
+        self.by_link.get(link).copied().unwrap_or(0)
+    }
+
+    /// How many links have clicks.
+    pub fn len(&self) -> usize {
+        self.by_link.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_link.is_empty()
+    }
+
+    /// Bytes held, roughly: the ids' text, their map slots (with the map's spare capacity) and the leaders.
+    pub fn bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(Box<str>, i64)>() + 1;
+        let text: usize = self.by_link.keys().map(|l| l.len()).sum();
+        let leaders: usize = self.leaders.iter().map(|(l, _)| l.len() + slot).sum();
+        std::mem::size_of::<Self>() + text + self.by_link.capacity() * slot + leaders
+    }
 }
 
 /// Clicks that fit `filters` in each group of rows `(group, weight, cube column)`, each row added `weight`

@@ -1,5 +1,5 @@
 use super::delta::{apply_link, batch_cubes, Owner, ALL, PUBLIC};
-use super::query::{analyse, top_links, Filters, Row};
+use super::query::{analyse, top_links, Filters, LinkTotals, Row};
 use super::*;
 use crate::fasthash::IdMap;
 use crate::rollup::{ClickBatch, ClickInput};
@@ -327,7 +327,43 @@ fn top_links_sum_every_row_sorted_or_not_and_rank_by_clicks_then_id() {
     assert_eq!(top_links(&refs, usize::MAX).expect("all"), ranked);
     assert_eq!(top_links(&refs, 25).expect("top"), ranked[..25]);
     assert_eq!(top_links(&refs[..1], 3).expect("one row").len(), 3);
+    let kept = LinkTotals::new(&refs).expect("kept");
+    assert_eq!(kept.len(), ranked.len());
+    for n in [0, 1, 10, LinkTotals::LEADERS, LinkTotals::LEADERS + 1, 200, usize::MAX] {
+        assert_eq!(kept.top(n), ranked[..n.min(ranked.len())], "top {n}");
+    }
+    for (link, clicks) in &ranked {
+        assert_eq!(kept.get(link), *clicks);
+    }
+    assert_eq!(kept.get("lnk_999"), 0); // never clicked
     let mut cut = refs.clone();
     cut[2].1 = &rows[2].1[..rows[2].1.len() - 1];
     assert!(top_links(&cut, 10).is_err());
+    assert!(LinkTotals::new(&cut).is_err());
+}
+
+#[test]
+fn kept_link_totals_leave_out_links_without_clicks_and_rank_few() {
+    use crate::codec::Writer;
+    let column = |entries: &[(&str, i64)]| {
+        let mut w = Writer::default();
+        w.uint(entries.len() as u64);
+        for (link, n) in entries {
+            w.str(link);
+            w.int(*n);
+        }
+        w.finish()
+    };
+    let (plus, minus) = (column(&[("a", 3), ("b", 2), ("c", 2)]), column(&[("a", 3), ("b", 1)]));
+    let kept = LinkTotals::new(&[(1, &plus), (-1, &minus)]).expect("kept");
+    assert_eq!(kept.len(), 2); // "a" went back to 0: not a link with clicks
+    assert_eq!(kept.top(5), [("c".to_owned(), 2), ("b".to_owned(), 1)]);
+    assert_eq!((kept.get("a"), kept.get("b")), (0, 1));
+    assert!(LinkTotals::new(&[]).expect("none").is_empty());
+    let mut w = Writer::default();
+    w.uint(1);
+    w.uint(2);
+    w.bytes(&[0xff, 0xfe]); // not text: refused, as top links refuses it
+    w.int(1);
+    assert!(LinkTotals::new(&[(1, &w.finish())]).is_err());
 }

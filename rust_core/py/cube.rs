@@ -7,7 +7,7 @@ use crate::codec::CodecError;
 use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner};
 use crate::cube::pack::{pack, DayCube};
 use crate::cube::query::{
-    analyse_with_packs, fitting_totals as fitting, top_links as top, Filters, PackRow, Row, DIMENSIONS,
+    analyse_with_packs, fitting_totals as fitting, top_links as top, Filters, LinkTotals, PackRow, Row, DIMENSIONS,
 };
 use crate::cube::{Blobs, Cube, VERSION_2};
 use crate::fasthash::IdMap;
@@ -379,37 +379,30 @@ pub fn pack_days<'py>(
     PyTuple::new(py, [Some(PyBytes::new(py, &cube)), b(uniques), b(links)])
 }
 
-/// Every link's clicks over a period, most clicked first, kept on this side: a year's 10,000 links are asked for
-/// their top and for a few links' counts, never all at once, so none of them is made a Python object until asked.
+/// Every link's clicks over a period, kept on this side: a year's 10,000 links are asked for their top and for a
+/// few links' counts, never all at once, so none of them is made a Python object until asked.
 #[pyclass(name = "LinkCounts", module = "slugline._core", frozen)]
-pub struct PyLinkCounts {
-    ranked: Vec<(String, i64)>,
-    by_link: IdMap<String, i64>,
-}
+pub struct PyLinkCounts(LinkTotals);
 
 #[pymethods]
 impl PyLinkCounts {
     /// The `n` most clicked links, as (link id, clicks).
     fn top(&self, n: usize) -> Vec<(String, i64)> {
-        self.ranked.iter().take(n).cloned().collect()
+        self.0.top(n)
     }
 
     /// The clicks of each of `links` (0 for a link without any).
     fn get(&self, links: Vec<String>) -> Vec<i64> {
-        links
-            .iter()
-            .map(|l| self.by_link.get(l).copied().unwrap_or(0))
-            .collect()
+        links.iter().map(|l| self.0.get(l)).collect()
     }
 
     fn __len__(&self) -> usize {
-        self.ranked.len()
+        self.0.len()
     }
 
     /// Bytes held, roughly: what a cache of these counts its budget in.
     fn __sizeof__(&self) -> usize {
-        let strings: usize = self.ranked.iter().map(|(l, _)| l.capacity()).sum();
-        std::mem::size_of::<Self>() + 2 * strings + self.ranked.len() * 2 * (std::mem::size_of::<(String, i64)>() + 8)
+        std::mem::size_of::<Self>() + self.0.bytes()
     }
 }
 
@@ -418,8 +411,6 @@ impl PyLinkCounts {
 pub fn link_counts(py: Python<'_>, rows: Vec<(i64, Bytes)>) -> PyResult<PyLinkCounts> {
     detached(py, || {
         let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, &b[..])).collect();
-        let ranked = top(&rows, usize::MAX)?;
-        let by_link = ranked.iter().cloned().collect();
-        Ok::<_, CodecError>(PyLinkCounts { ranked, by_link })
+        LinkTotals::new(&rows).map(PyLinkCounts)
     })
 }
