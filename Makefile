@@ -64,12 +64,13 @@ test-rust:
 
 # The in-process tests on every core (`JOBS` processes, a test file to each at a time, so a file's fixtures are built
 # once), then the end-to-end ones one at a time: they start servers with workers of their own and time what those
-# answer. Exit status 5 (no test selected, as when PYTEST_ARGS names only in-process tests) is no failure.
+# answer; the fifteen slowest are listed (the suite is most of CI's time). Exit status 5 (no test selected, as when
+# PYTEST_ARGS names only in-process tests) is no failure.
 JOBS ?= auto
 PYTEST_PARALLEL = -n $(JOBS) --dist loadfile
 test-python:
 	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_PARALLEL) $(PYTEST_ARGS) || test $$? -eq 5
-	$(BIN)/python -m pytest -m e2e $(PYTEST_ARGS) || test $$? -eq 5
+	$(BIN)/python -m pytest -m e2e --durations=15 $(PYTEST_ARGS) || test $$? -eq 5
 
 # The suite against the oldest versions pyproject.toml allows (`--resolution lowest-direct`: each direct dependency,
 # runtime and test, at its floor), in a venv of its own: a floor that does not work fails here, not for a user.
