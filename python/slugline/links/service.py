@@ -150,6 +150,13 @@ def visible(caller: Caller) -> list[ColumnElement[bool]]:
     return conds
 
 
+def sees(caller: Caller, account_id: int, visibility: str) -> bool:
+    """`visible` for a row already read. A list of links is looked up by id alone and then kept to the caller's: with
+    `account_id = ?` beside `id IN (...)`, SQLite (which keeps no statistics here) guesses that the account's index
+    finds fewer rows than ten ids do, and reads every link of the account instead (2.3 ms at 10,000 links)."""
+    return account_id == caller.account_id and (not caller.public_only or visibility in PUBLIC_LEVELS)
+
+
 def _guard_visibility(caller: Caller, data: Any) -> None:
     wanted = data.get("visibility") if isinstance(data, dict) else None
     if caller.public_only and isinstance(wanted, str) and wanted in HIDDEN_LEVELS:
