@@ -509,11 +509,13 @@ impl LinkTotals {
         self.by_link.is_empty()
     }
 
-    /// Bytes held, roughly: the ids' text, their map slots (with the map's spare capacity) and the leaders.
+    /// Bytes held, roughly: the ids' text (each an allocation, counted at 16 bytes over its length), their map
+    /// slots (with the map's spare capacity) and the leaders.
     pub fn bytes(&self) -> usize {
+        const ALLOCATION: usize = 16;
         let slot = std::mem::size_of::<(Box<str>, i64)>() + 1;
-        let text: usize = self.by_link.keys().map(|l| l.len()).sum();
-        let leaders: usize = self.leaders.iter().map(|(l, _)| l.len() + slot).sum();
+        let text: usize = self.by_link.keys().map(|l| l.len() + ALLOCATION).sum();
+        let leaders: usize = self.leaders.iter().map(|(l, _)| l.len() + ALLOCATION + slot).sum();
         std::mem::size_of::<Self>() + text + self.by_link.capacity() * slot + leaders
     }
 }

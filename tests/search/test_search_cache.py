@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, event, func, select
 from starlette.testclient import TestClient
 
 from slugline.common.models import LinkChange
@@ -56,6 +56,30 @@ def test_another_workers_changes_arrive_through_the_feed(workers: Any, alice: Ac
     assert _filter(second, alice, "and plum") == {"plum"}
     assert not _filter(second, alice, "pie"), "the old title is forgotten"
     assert second_rt.search.builds == 1, "caught up from the feed, not reloaded"
+
+
+def test_a_catch_up_of_many_links_probes_them_by_id(workers: Any, alice: Account) -> None:
+    """Twelve links changed in another worker are read by id (on SQLite: the primary key, not the account's index,
+    which would read every link of the account) and only the account's own are indexed."""
+    (first, _), (second, second_rt) = workers
+    assert create(first, alice, slug="fig-start", title="Fig").status_code == 201
+    assert _search(second, alice, "fig") == {"fig-start"}
+    for i in range(12):
+        assert create(first, alice, slug=f"fig-{i}", title="Fig jam").status_code == 201
+    ran: list[tuple[str, Any]] = []
+    engine = second_rt.db.engine
+    listener = lambda *a: ran.append((a[2], a[3]))  # noqa: E731
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        assert _search(second, alice, "fig") == {"fig-start", *(f"fig-{i}" for i in range(12))}
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+    assert second_rt.search.builds == 1, "caught up from the feed"
+    statement, parameters = next((s, p) for s, p in ran if "FROM links" in s)  # the catch-up's, before the hits
+    if engine.dialect.name == "sqlite":  # PostgreSQL plans from its statistics
+        with engine.connect() as conn:
+            plan = " ".join(row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
+        assert "autoindex_links_1 (id=?)" in plan and "account" not in plan, plan
 
 
 def test_a_gap_in_the_feed_means_a_reload(workers: Any, alice: Account) -> None:
