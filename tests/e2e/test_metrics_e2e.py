@@ -214,3 +214,8 @@ def test_a_killed_worker_keeps_its_counts(start_server: ServerFactory) -> None:
     wait_for(lambda: len(set(workers_of(serve)) - set(before)) == 1, what="a new worker")
     redirect_many(server, ["k0"], 10)
     settled(scrape, counted(30))
+    # Stopped only once the new worker has started: Granian waits out its kill timeout (30 s) for a worker that is
+    # told to stop while it starts.
+    log = server.log_path
+    assert log is not None
+    wait_for(lambda: log.read_text().count("Started worker-") == 3, what="the new worker started")
