@@ -1,4 +1,4 @@
-"""Top links' slugs and titles: looked up by id alone and kept to the links the caller sees, so that SQLite probes the
+"""Top links' slugs and titles: looked up by id and kept to the links the caller sees, so that SQLite probes the
 links' primary key for them instead of reading every link of the account."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from slugline.analytics import cubes
 from slugline.analytics.reading import Kept
 from slugline.common.caller import Caller
 from slugline.common.models import Link
-from slugline.links.service import sees
+from slugline.links.service import visible
 
 TOP_LINKS = 10
 # Under a filter, top links are ranked among the period's most clicked links: per-link counts are kept per link,
@@ -117,6 +117,6 @@ def top_links(
 def titles(session: Session, caller: Caller, links: list[str]) -> dict[str, tuple[str, str | None]]:
     """The slug and title of each of `links` the caller sees (a link deleted or hidden since is left out)."""
     found = session.execute(
-        select(Link.id, Link.slug, Link.title, Link.account_id, Link.visibility).where(Link.id.in_(links))
+        select(Link.id, Link.slug, Link.title).where(Link.id.in_(links), *visible(caller, by_ids=True))
     )
-    return {link_id: (slug, title) for link_id, slug, title, account, level in found if sees(caller, account, level)}
+    return {link_id: (slug, title) for link_id, slug, title in found}

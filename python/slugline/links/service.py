@@ -142,19 +142,15 @@ def _moment(stored: str | datetime | None) -> str | None:
     return loopread.iso(stored) if isinstance(stored, str) else isoformat(stored)
 
 
-def visible(caller: Caller) -> list[ColumnElement[bool]]:
-    """The rows a caller may see: its own account's, and only public/unlisted ones for a public key."""
-    conds: list[ColumnElement[bool]] = [Link.account_id == caller.account_id]
+def visible(caller: Caller, by_ids: bool = False) -> list[ColumnElement[bool]]:
+    """The rows a caller may see: its own account's, and only public/unlisted ones for a public key. `by_ids`: the
+    statement also names the links' ids, which are the key (`+ 0`: SQLite, without statistics, would otherwise
+    walk the account's index for ten ids or more, every link of the account)."""
+    account = Link.account_id + 0 if by_ids else Link.account_id
+    conds: list[ColumnElement[bool]] = [account == caller.account_id]
     if caller.public_only:
         conds.append(Link.visibility.in_(PUBLIC_LEVELS))
     return conds
-
-
-def sees(caller: Caller, account_id: int, visibility: str) -> bool:
-    """`visible` for a row already read. A list of links is looked up by id alone and then kept to the caller's: with
-    `account_id = ?` beside `id IN (...)`, SQLite (which keeps no statistics here) guesses that the account's index
-    finds fewer rows than ten ids do, and reads every link of the account instead (2.3 ms at 10,000 links)."""
-    return account_id == caller.account_id and (not caller.public_only or visibility in PUBLIC_LEVELS)
 
 
 def _guard_visibility(caller: Caller, data: Any) -> None:

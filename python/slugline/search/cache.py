@@ -201,10 +201,10 @@ class SearchCache:
     def _catch_up(
         self, session: Session | Connection, account_id: int, entry: _Entry, newest: int, ids: set[str]
     ) -> None:
-        # By id alone, then kept to the account's (as `links.service.sees`): with `account_id = ?` beside ten ids or
-        # more, SQLite walks the account's index, every link of the account, instead of probing the ids.
-        found = session.execute(select(*INDEXED, Link.account_id).where(Link.id.in_(ids))) if ids else ()
-        rows = [row for row in found if row.account_id == account_id]
+        # `+ 0`: the ids are the key (with the account's index, SQLite reads every link of the account)
+        rows = (
+            session.execute(select(*INDEXED).where(Link.account_id + 0 == account_id, Link.id.in_(ids))) if ids else ()
+        )
         with entry.lock:
             _refresh_links(entry.index, ids, rows)
             entry.version = max(entry.version, newest)
