@@ -48,6 +48,8 @@ __all__ = [
     "move_link",
     "normalize",
     "pack_days",
+    "projection_for",
+    "projections",
     "recount",
     "referrer_host",
     "slug_error",
@@ -406,9 +408,11 @@ class BatchCubes:
     def keys(self) -> list[_CubeKey]:
         """The rows this batch touches, sorted."""
 
-    def merged(self, stored: list[_StoredCube], weight: int = 1) -> list[_NewCube]:
+    def merged(self, stored: list[_StoredCube], weight: int = 1, projected: bool = False) -> list[_NewCube]:
         """The rows to write: the stored ones given (any of ``keys``) with this batch merged in, and new ones; with
-        ``weight`` -1 this batch is taken out of them instead (a migration recounting clicks already counted)."""
+        ``weight`` -1 this batch is taken out of them instead (a migration recounting clicks already counted). With
+        ``projected``, each link's month written comes with its projections, rows of levels 3, 4 and 5 (device with
+        browser and os; with source and referrer host; with country and city) that filtered top links read instead."""
 
 def move_link(
     link_id: str,
@@ -425,6 +429,14 @@ def move_link(
 def recount(stored: _StoredCube, parts: list[tuple[bytes, bytes | None, bytes | None, bytes | None]]) -> _NewCube:
     """``stored`` (an account view's day row) made again from its links' day cubes ``parts`` ``(cube, uniques,
     hours, sketches)``, its per-link counts kept: exact visitors after a link left the view."""
+
+def projection_for(filters: dict[str, str]) -> int | None:
+    """The level of the projection of a link's month that totals what the month does under ``filters`` (3: device,
+    browser and os; 4: device, source and referrer host; 5: device, country and city), if one does."""
+
+def projections(cube: bytes) -> list[bytes]:
+    """The projections of a link's month ``cube`` column (levels 3, 4 and 5, in that order), as ``merged`` makes
+    them: what a migration writes beside the months stored before."""
 
 def without_variants(stored: _StoredCube) -> _NewCube:
     """``stored`` as a cube of the version before variants (2), its clicks and visitors of every variant counted as

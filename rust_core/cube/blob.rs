@@ -4,7 +4,7 @@
 //! per-link counts or the sketches. `uniques` is one section per mask, each prefixed with its length, so a
 //! reader skips the masks it does not use.
 
-use super::{Cube, Dims, Key, MASKS, NONE, NO_VARIANT};
+use super::{project, Cube, Dims, Key, MASKS, NONE, NO_VARIANT};
 use crate::codec::{CodecError, Reader, Writer};
 use crate::fasthash::IdMap;
 use crate::hll::Hll;
@@ -50,8 +50,35 @@ impl Cube {
         debug_assert!(
             version == VERSION || (version == VERSION_2 && self.combos.keys().all(|d| d.variant == NO_VARIANT))
         );
-        // Only the strings a combination still uses are written, in first-use order of the sorted combinations.
-        let mut combos: Vec<(Dims, i64)> = self.combos.iter().map(|(&d, &n)| (d, n)).collect();
+        let combos: Vec<(Dims, i64)> = self.combos.iter().map(|(&d, &n)| (d, n)).collect();
+        let (mut out, position) = self.write_combos(combos, version);
+        let (own, rest) = self.encode_uniques(&position);
+        out.bytes(&own);
+        Blobs {
+            cube: out.finish(),
+            uniques: rest,
+            hours: self.encode_hours(&position),
+            links: self.encode_links(),
+            sketches: self.encode_sketches(&position),
+        }
+    }
+
+    /// This cube's clicks projected as `project` does for `level` (one of `super::PROJECTIONS`), as a
+    /// `cube` column without visitors: what filtered top links read of a link's month instead of its whole cube.
+    pub fn encode_projection(&self, level: u8) -> Vec<u8> {
+        let mut projected: IdMap<Dims, i64> = IdMap::default();
+        for (&d, &n) in &self.combos {
+            *projected.entry(project(d, level)).or_insert(0) += n;
+        }
+        let combos: Vec<(Dims, i64)> = projected.into_iter().filter(|&(_, n)| n != 0).collect();
+        let (mut out, _) = self.write_combos(combos, VERSION);
+        out.uint(0); // no visitor counts
+        out.finish()
+    }
+
+    /// The version byte, the string table and `combos` with their clicks, sorted (so equal cubes are equal bytes):
+    /// only the strings a combination uses are written, in first-use order. With each visitor key's position.
+    fn write_combos(&self, mut combos: Vec<(Dims, i64)>, version: u8) -> (Writer, IdMap<Key, usize>) {
         combos.sort_unstable_by(|a, b| self.order(&a.0).cmp(&self.order(&b.0)));
         let mut strings = Interner::default();
         let mut keep = |s: u32| {
@@ -89,15 +116,7 @@ impl Cube {
                 position.entry((mask, old.masked(mask))).or_insert(i);
             }
         }
-        let (own, rest) = self.encode_uniques(&position);
-        out.bytes(&own);
-        Blobs {
-            cube: out.finish(),
-            uniques: rest,
-            hours: self.encode_hours(&position),
-            links: self.encode_links(),
-            sketches: self.encode_sketches(&position),
-        }
+        (out, position)
     }
 
     fn order(&self, d: &Dims) -> (u8, [&str; 6], u8) {

@@ -41,6 +41,45 @@ pub const MONTH: u8 = 1;
 /// A month of an account view's closed day cubes as one row (`pack`); its bucket is the last day it holds.
 pub const PACK: u8 = 2;
 
+/// A link's month cube projected onto fewer dimensions (`project`): rows beside the month, each a fraction of its
+/// bytes (a busy link's month holds thousands of combinations of user agents, origins and places), which filtered
+/// top links read instead of the month when the filters name only dimensions one keeps. `BY_AGENT` keeps device,
+/// browser and os.
+pub const BY_AGENT: u8 = 3;
+/// Device, source and referrer host.
+pub const BY_ORIGIN: u8 = 4;
+/// Device, country and city.
+pub const BY_PLACE: u8 = 5;
+/// The projections, smallest first as a rule (a day's visitors have a few user agents, more origins and places).
+pub const PROJECTIONS: [u8; 3] = [BY_AGENT, BY_ORIGIN, BY_PLACE];
+
+/// Whether the projection `level` keeps the dimension at `k` of `query::DIMENSIONS` (device is kept by all of
+/// them; the variant by none: filtered top links rank links, whose variants are their own).
+pub fn keeps(level: u8, k: usize) -> bool {
+    match k {
+        0 => true,
+        1 | 2 => level == BY_AGENT,
+        3 | 4 => level == BY_ORIGIN,
+        5 | 6 => level == BY_PLACE,
+        _ => false,
+    }
+}
+
+/// The combination as the projection `level` keeps it (`keeps`), the rest left out.
+pub fn project(d: Dims, level: u8) -> Dims {
+    let kept = |k: usize, s: u32| if keeps(level, k) { s } else { NONE };
+    Dims {
+        device: d.device,
+        browser: kept(1, d.browser),
+        os: kept(2, d.os),
+        source: kept(3, d.source),
+        referrer: kept(4, d.referrer),
+        country: kept(5, d.country),
+        city: kept(6, d.city),
+        variant: NO_VARIANT,
+    }
+}
+
 /// One combination of a click's dimensions; strings are ids of the cube's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Dims {

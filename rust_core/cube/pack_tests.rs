@@ -260,3 +260,107 @@ fn fitting_totals_are_the_totals_analyse_gives_per_group_weighted_and_split() {
     assert!(all[&1] > 0);
     assert!(fitting_totals(&[(1, 1, &days[0].1.cube[..5])], &filters(&[])).is_err());
 }
+
+/// A link's month of pseudo-random combinations over every dimension, places and variants included.
+fn month_with_places(seed: u64) -> Cube {
+    let mut state = seed;
+    let mut next = |n: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n
+    };
+    let mut cube = Cube::default();
+    let names = [
+        "chrome",
+        "firefox",
+        "android",
+        "ios",
+        "google",
+        "newsletter",
+        "t.co",
+        "DE",
+        "FR",
+        "Berlin",
+        "Paris",
+    ];
+    let ids: Vec<u32> = names.iter().map(|s| cube.strings.intern(s)).collect();
+    let pick = |i: usize, of: &[usize]| {
+        if i == of.len() {
+            NONE
+        } else {
+            ids[of[i]]
+        }
+    };
+    for _ in 0..400 {
+        let d = Dims {
+            device: next(5) as u8,
+            browser: pick(next(2), &[0, 1]),
+            os: pick(next(2), &[2, 3]),
+            source: pick(next(3), &[4, 5, 6]),
+            referrer: pick(next(3), &[4, 6]),
+            country: pick(next(3), &[7, 8]),
+            city: pick(next(3), &[9, 10]),
+            variant: [0, 1, NO_VARIANT][next(3)],
+        };
+        *cube.combos.entry(d).or_insert(0) += 1 + next(9) as i64;
+    }
+    cube
+}
+
+#[test]
+fn projections_total_what_the_month_does_under_the_filters_they_keep() {
+    let month = month_with_places(11);
+    let full = month.encode().cube;
+    let agent: &[&[(&str, &str)]] = &[
+        &[],
+        &[("device", "mobile")],
+        &[("browser", "CHROME"), ("os", "android")],
+        &[("device", "desktop"), ("os", "ios")],
+    ];
+    let origin: &[&[(&str, &str)]] = &[
+        &[("source", "newsletter")],
+        &[("referrer", "t.co")],
+        &[("device", "desktop"), ("source", "google"), ("referrer", "google")],
+        &[("source", "nowhere")],
+    ];
+    let place: &[&[(&str, &str)]] = &[
+        &[("country", "de")],
+        &[("city", "paris"), ("device", "tablet")],
+        &[("country", "fr"), ("city", "berlin")],
+    ];
+    for (level, cases) in [(BY_AGENT, agent), (BY_ORIGIN, origin), (BY_PLACE, place)] {
+        let projected = month.encode_projection(level);
+        assert!(
+            projected.len() < full.len(),
+            "level {level}: {} of {} bytes",
+            projected.len(),
+            full.len()
+        );
+        for case in cases {
+            let f = filters(case);
+            assert_eq!(f.projection(), Some(level), "{case:?}");
+            let want = fitting_totals(&[(1, 3, full.as_slice())], &f).expect("month");
+            let got = fitting_totals(&[(1, 3, projected.as_slice())], &f).expect("projection");
+            assert_eq!(got, want, "level {level} {case:?}");
+            if !case.iter().any(|(_, v)| *v == "nowhere") {
+                assert!(
+                    want.get(&1).is_some_and(|&n| n > 0),
+                    "{case:?} fits nothing: the case tests nothing"
+                );
+            }
+        }
+    }
+    for case in [
+        &[("source", "google"), ("city", "paris")][..],
+        &[("browser", "chrome"), ("country", "de")],
+        &[("os", "ios"), ("referrer", "t.co")],
+        &[("variant", "1")],
+    ] {
+        assert_eq!(filters(case).projection(), None, "{case:?}");
+    }
+    // A filter on a dimension a projection leaves out fits nothing there: the reader must not ask it.
+    let by_place = month.encode_projection(BY_PLACE);
+    let none = fitting_totals(&[(1, 1, by_place.as_slice())], &filters(&[("browser", "chrome")])).expect("read");
+    assert_eq!(none.get(&1).copied().unwrap_or(0), 0);
+}

@@ -3,7 +3,7 @@
 
 use super::blob::{decode_cube, read_dims, read_strings, section, MAX_ENTRIES};
 use super::pack;
-use super::{Dims, NONE, NO_VARIANT};
+use super::{keeps, Dims, NONE, NO_VARIANT, PROJECTIONS};
 use crate::codec::{CodecError, Reader};
 use crate::fasthash::IdMap;
 use crate::useragent::Device;
@@ -22,6 +22,14 @@ const N: usize = DIMENSIONS.len();
 pub struct Filters(pub [Option<String>; N]);
 
 impl Filters {
+    /// The first projection of a link's month (`super::PROJECTIONS`) that keeps every dimension these filters name,
+    /// if one does: under these filters it totals what the month does (`super::project`).
+    pub fn projection(&self) -> Option<u8> {
+        PROJECTIONS
+            .into_iter()
+            .find(|&level| self.0.iter().enumerate().all(|(k, w)| w.is_none() || keeps(level, k)))
+    }
+
     /// The unique-visitor key mask that answers these filters: source and referrer kept when filtered on.
     fn mask(&self) -> u8 {
         u8::from(self.0[3].is_some()) | u8::from(self.0[4].is_some()) << 1

@@ -4,12 +4,12 @@
 use super::queue::PyEncoded;
 use super::{core_error, detached, guard};
 use crate::codec::CodecError;
-use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner};
+use crate::cube::delta::{apply_link, batch_cubes, click_cubes, compose as compose_view, CubeKey, Owner, ALL, PUBLIC};
 use crate::cube::pack::{pack, DayCube};
 use crate::cube::query::{
     analyse_with_packs, fitting_totals as fitting, top_links as top, Filters, LinkTotals, PackRow, Row, DIMENSIONS,
 };
-use crate::cube::{Blobs, Cube, VERSION_2};
+use crate::cube::{Blobs, Cube, MONTH, PROJECTIONS, VERSION_2};
 use crate::fasthash::IdMap;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -143,9 +143,17 @@ impl PyBatchCubes {
     }
 
     /// The rows to write: each stored row given (any of `keys`) with this batch merged in, and new ones; with
-    /// `weight` -1, this batch taken out of them instead (a migration recounting clicks already counted).
-    #[pyo3(signature = (stored, weight = 1))]
-    fn merged<'py>(&self, py: Python<'py>, stored: Vec<StoredRow>, weight: i64) -> PyResult<Vec<NewRow<'py>>> {
+    /// `weight` -1, this batch taken out of them instead (a migration recounting clicks already counted). With
+    /// `projected`, each link's month written comes with its projections (`crate::cube::PROJECTIONS`), rows of
+    /// their own (the click writer keeps them in step with the month).
+    #[pyo3(signature = (stored, weight = 1, projected = false))]
+    fn merged<'py>(
+        &self,
+        py: Python<'py>,
+        stored: Vec<StoredRow>,
+        weight: i64,
+        projected: bool,
+    ) -> PyResult<Vec<NewRow<'py>>> {
         if weight != 1 && weight != -1 {
             return Err(core_error(format!("weight must be 1 or -1, got {weight}")));
         }
@@ -162,6 +170,15 @@ impl PyBatchCubes {
                 };
                 cube.merge(delta, weight);
                 out.push((key.clone(), cube.encode()));
+                if projected && key.2 == MONTH && key.1 != ALL && key.1 != PUBLIC {
+                    for level in PROJECTIONS {
+                        let blobs = Blobs {
+                            cube: cube.encode_projection(level),
+                            ..Blobs::default()
+                        };
+                        out.push(((key.0, key.1.clone(), level, key.3), blobs));
+                    }
+                }
             }
             out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             Ok(out)
@@ -352,6 +369,13 @@ pub fn fitting_totals(
     Ok(totals.into_iter().collect())
 }
 
+/// The level of the projection of a link's month (`crate::cube::PROJECTIONS`) that totals what the month does under
+/// `filters`, if one does.
+#[pyfunction]
+pub fn projection_for(filters: HashMap<String, String>) -> PyResult<Option<u8>> {
+    Ok(parse_filters(filters)?.projection())
+}
+
 /// The `n` most clicked links over stored per-link counts `(weight, links)`, as (link id, clicks).
 #[pyfunction]
 pub fn top_links(py: Python<'_>, rows: Vec<(i64, Bytes)>, n: usize) -> PyResult<Vec<(String, i64)>> {
@@ -413,4 +437,15 @@ pub fn link_counts(py: Python<'_>, rows: Vec<(i64, Bytes)>) -> PyResult<PyLinkCo
         let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, &b[..])).collect();
         LinkTotals::new(&rows).map(PyLinkCounts)
     })
+}
+
+/// The projections (`crate::cube::PROJECTIONS`, in that order) of a link's stored month `cube` column: what a
+/// migration writes beside months kept before the click writer wrote them.
+#[pyfunction]
+pub fn projections<'py>(py: Python<'py>, cube: Bytes) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let made = detached(py, || -> Result<Vec<Vec<u8>>, CodecError> {
+        let cube = Cube::decode(&cube, None, None, None, None)?;
+        Ok(PROJECTIONS.iter().map(|&level| cube.encode_projection(level)).collect())
+    })?;
+    Ok(made.iter().map(|b| PyBytes::new(py, b)).collect())
 }

@@ -283,8 +283,8 @@ mod _core {
     use super::click_batch::PyClickBatch;
     #[pymodule_export]
     use super::cube::{
-        analyse, compose, fitting_totals, link_counts, move_link, pack_days, recount, top_links, without_variants,
-        PyBatchCubes, PyLinkCounts,
+        analyse, compose, fitting_totals, link_counts, move_link, pack_days, projection_for, projections, recount,
+        top_links, without_variants, PyBatchCubes, PyLinkCounts,
     };
     #[pymodule_export]
     use super::geo_rules::{PyGeoDb, PyRedirectRules, PyVariants};

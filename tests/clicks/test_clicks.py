@@ -21,6 +21,7 @@ from starlette.testclient import TestClient
 from slugline import _core
 from slugline.clicks import buffer, store
 from slugline.clicks.buffer import MAX_BATCH_FAILURES, ClickRecorder, RawClick
+from slugline.clicks.cubes import BY_AGENT, BY_ORIGIN, BY_PLACE
 from slugline.clicks.store import write_batch
 from slugline.common.bounds import MAX_REFERRER, MAX_SOURCE
 from slugline.common.clock import as_utc
@@ -297,7 +298,9 @@ def test_clicks_of_a_link_deleted_before_the_flush_are_dropped_and_the_rest_kept
     assert [as_utc(stamp).timestamp() for stamp in stamps] == [pytest.approx(at, abs=1e-6)] * 2
     day = (date(2025, 11, 23) - date(1970, 1, 1)).days
     month = (2025 - 1970) * 12 + 10
-    assert sorted(scopes) == sorted((s, lv, b) for s in ("", "p", kept) for lv, b in ((0, day), (1, month)))
+    views = [(s, lv, b) for s in ("", "p", kept) for lv, b in ((0, day), (1, month))]
+    projections = [(kept, level, month) for level in (BY_AGENT, BY_ORIGIN, BY_PLACE)]  # the link's month's, of its own
+    assert sorted(scopes) == sorted(views + projections)
     figures = account_day(runtime, "", day)
     assert (figures["total"], figures["breakdowns"]["source"]) == (2, [(classified, 2)])
 

@@ -12,7 +12,9 @@ from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 from starlette.testclient import TestClient
 
+from slugline import _core
 from slugline.app import create_app
+from slugline.clicks import cubes
 from slugline.storage import migrate
 from slugline.storage.db import normalize_url
 from tests.support.helpers import make_settings
@@ -251,7 +253,7 @@ def test_0024s_downgrade_deletes_the_month_packs_and_nothing_else(database_url: 
     """The code before 0024 would neither read packs nor delete one when it wrote a day it holds: left behind, they
     would answer for days changed meanwhile once 0024 came back."""
     engine = create_engine(normalize_url(database_url))
-    assert migrate.upgrade(engine)[1] == ("0024",)
+    assert migrate.upgrade(engine, "0024")[1] == ("0024",)
     rows = [("", 0, 20_400), ("", 1, 670), ("", 2, 20_420), ("p", 2, 20_420), ("lnk_own", 0, 20_400)]
     with engine.begin() as conn:
         conn.execute(
@@ -262,5 +264,38 @@ def test_0024s_downgrade_deletes_the_month_packs_and_nothing_else(database_url: 
     with engine.connect() as conn:
         left = conn.execute(text("SELECT scope, level, bucket FROM click_cubes ORDER BY scope, level")).all()
     assert [tuple(row) for row in left] == [("", 0, 20_400), ("", 1, 670), ("lnk_own", 0, 20_400)]
-    assert migrate.upgrade(engine) == (("0023",), ("0024",))
+    assert migrate.upgrade(engine, "0024") == (("0023",), ("0024",))
+    engine.dispose()
+
+
+def test_0025_projects_every_link_month_as_the_click_writer_does_and_its_downgrade_deletes_them(
+    database_url: str,
+) -> None:
+    """Months stored before 0025 get the projections the click writer makes with each month it writes (places
+    included: clicks with a country and a city), and nothing else changes; the downgrade deletes them alone."""
+    engine = create_engine(normalize_url(database_url))
+    migrate.upgrade(engine, "0024")
+    day = 20_400 * 86_400.0
+    clicks = [
+        (f"lnk_{n % 3}", day + 40 * 86_400 * (n % 2) + n, "mobile", "chrome", "android", src, ref, f"v{n % 17}")
+        for n, (src, ref) in enumerate([("google", "google.com"), ("newsletter", None), ("direct", None)] * 20)
+    ]
+    details = [(("DE", "FR", None)[n % 3], ("Berlin", None)[n % 2], None) for n in range(len(clicks))]
+    batch = _core.BatchCubes.from_clicks(clicks, {f"lnk_{n}": (7, True) for n in range(3)}, details=details)
+    made = {row[:4]: row[4] for row in batch.merged([], projected=True)}
+    with engine.begin() as conn:
+        cubes.write(conn, batch.merged([]))
+        before = conn.execute(text("SELECT account_id, scope, level, bucket, cube FROM click_cubes")).all()
+    months = sorted(key for key in made if key[2] == 1 and key[1].startswith("lnk_"))
+    assert len(months) == 6
+    assert migrate.upgrade(engine) == (("0024",), ("0025",))
+    with engine.connect() as conn:
+        after = {tuple(row[:4]): bytes(row[4]) for row in conn.execute(text("SELECT * FROM click_cubes"))}
+    projected = {key: cube for key, cube in after.items() if key[2] in (3, 4, 5)}
+    assert projected == {key: made[key] for key in made if key[2] in (3, 4, 5)}
+    assert sorted(projected) == sorted((a, s, level, b) for a, s, _, b in months for level in (3, 4, 5))
+    _downgrade(engine, "0024")
+    with engine.connect() as conn:
+        left = conn.execute(text("SELECT account_id, scope, level, bucket, cube FROM click_cubes")).all()
+    assert sorted(map(tuple, left)) == sorted(map(tuple, before))
     engine.dispose()

@@ -217,3 +217,31 @@ def link_rows(session: Session, account_id: int, links: list[str], first: date, 
     for scope, level, bucket, cube in _query(session, sql, [account_id, *links]):
         out[scope].append((_weight(level, bucket, months, days), 0, cube, None, None))
     return out
+
+
+def fitting_rows(
+    session: Session, account_id: int, links: list[str], first: date, last: date, filters: dict[str, str]
+) -> list[tuple[int, int, bytes]]:
+    """Rows for `_core.fitting_totals` adding up to each link's clicks over the period: (the link's position in
+    `links`, weight, cube column). A month is read as its projection that keeps every dimension `filters` name,
+    where one is stored (a fraction of the month's bytes: a busy link's month holds thousands of combinations of
+    places and origins), else as itself; days as they are (`_covering`)."""
+    if not links:
+        return []
+    months, days = _covering(first, last)
+    level = _core.projection_for(filters)
+    position = {link: at for at, link in enumerate(links)}
+    if level is None or not months:
+        own = link_rows(session, account_id, links, first, last)
+        return [(position[link], weight, cube) for link, rows in own.items() for weight, _, cube, _, _ in rows]
+    in_months = ", ".join(str(int(m)) for m in months)
+    unprojected = (
+        f"level = {MONTH} AND bucket IN ({in_months}) AND NOT EXISTS (SELECT 1 FROM click_cubes AS p WHERE "
+        f"p.account_id = c.account_id AND p.scope = c.scope AND p.level = {level} AND p.bucket = c.bucket)"
+    )
+    sql = (
+        f"SELECT scope, level, bucket, cube FROM click_cubes AS c WHERE account_id = ? AND scope IN ({_marks(links)}) "
+        f"AND ((level = {level} AND bucket IN ({in_months})) OR ({_in_cover({}, days)}) OR ({unprojected}))"
+    )
+    found = _query(session, sql, [account_id, *links])
+    return [(position[link], days[b] if lv == DAY else months[b], cube) for link, lv, b, cube in found]

@@ -65,8 +65,7 @@ def _filtered_totals(
 
     def totals(some: list[str], start: date, end: date) -> dict[str, int]:
         # One call for every link, each link's rows a group: the core reads only their strings and combinations.
-        own = cubes.link_rows(session, view.account_id, some, start, end)
-        rows = [(at, weight, cube) for at, link in enumerate(some) for weight, _, cube, _, _ in own[link]]
+        rows = cubes.fitting_rows(session, view.account_id, some, start, end, filters)
         per_link = _core.fitting_totals(rows, filters)
         return {link: per_link.get(at, 0) for at, link in enumerate(some)}
 

@@ -24,6 +24,9 @@ from slugline.common.clock import month_days, month_of_day
 
 DAY, MONTH = 0, 1
 PACK = 2  # a month of an account view's closed days in one row (`slugline.clicks.packs`); bucket: its last day
+# A link's month projected onto device and browser and os (BY_AGENT), source and referrer host (BY_ORIGIN), or country
+# and city (BY_PLACE): written with the month, read by filtered top links instead of it (`rust_core/cube/mod.rs`).
+BY_AGENT, BY_ORIGIN, BY_PLACE = 3, 4, 5
 # Rows as the core takes and gives them: (account id, scope, level, bucket, cube, uniques, hours, links, sketches);
 # a new row's cube is None when it is to be deleted.
 CubeKey = tuple[int, str, int, int]
@@ -138,7 +141,7 @@ def lock_accounts(conn: Connection, accounts: set[int]) -> None:
 def add_batch(conn: Connection, encoded: _core.EncodedClicks, owners: dict[str, tuple[int, bool]]) -> None:
     """Merges a batch's clicks into the cubes; `owners` are the batch's links still there (see `moves_due`)."""
     cubes = _core.BatchCubes(encoded, owners)
-    save(conn, cubes.merged(read(conn, cubes.keys())))
+    save(conn, cubes.merged(read(conn, cubes.keys()), projected=True))
 
 
 Move = tuple[int, int, str, str, bool]  # id, account id, link id, kind, public
@@ -178,7 +181,7 @@ def make_moves(conn: Connection, moves: list[Move]) -> None:
             (int(lv), int(b), bytes(c), blob_or_none(u), blob_or_none(h))
             for lv, b, c, u, h in conn.exec_driver_sql(
                 f"SELECT level, bucket, cube, uniques, hours FROM click_cubes WHERE account_id = {mark} "
-                f"AND scope = {mark}",
+                f"AND scope = {mark} AND level IN ({DAY}, {MONTH})",  # not its projections: views keep none
                 (account, link_id),
             )
         ]
