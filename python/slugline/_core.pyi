@@ -481,6 +481,9 @@ class LinkCounts:
 
     def top(self, n: int) -> list[tuple[str, int]]:
         """The ``n`` most clicked links, as (link id, clicks)."""
+    def top_with(self, rows: list[tuple[int, bytes]], n: int) -> list[tuple[str, int]]:
+        """The ``n`` most clicked links with the clicks of ``rows`` of per-link counts ``(weight, links)`` added (the
+        days since these counts were made), as (link id, clicks)."""
     def get(self, links: list[str]) -> list[int]:
         """The clicks of each of ``links`` (0 for a link without any)."""
     def __len__(self) -> int: ...

@@ -51,7 +51,7 @@ impl Cube {
             version == VERSION || (version == VERSION_2 && self.combos.keys().all(|d| d.variant == NO_VARIANT))
         );
         let combos: Vec<(Dims, i64)> = self.combos.iter().map(|(&d, &n)| (d, n)).collect();
-        let (mut out, position) = self.write_combos(combos, version);
+        let (mut out, position) = self.write_combos(combos, version, true);
         let (own, rest) = self.encode_uniques(&position);
         out.bytes(&own);
         Blobs {
@@ -71,15 +71,24 @@ impl Cube {
             *projected.entry(project(d, level)).or_insert(0) += n;
         }
         let combos: Vec<(Dims, i64)> = projected.into_iter().filter(|&(_, n)| n != 0).collect();
-        let (mut out, _) = self.write_combos(combos, VERSION);
+        let (mut out, _) = self.write_combos(combos, VERSION, false);
         out.uint(0); // no visitor counts
         out.finish()
     }
 
     /// The version byte, the string table and `combos` with their clicks, sorted (so equal cubes are equal bytes):
-    /// only the strings a combination uses are written, in first-use order. With each visitor key's position.
-    fn write_combos(&self, mut combos: Vec<(Dims, i64)>, version: u8) -> (Writer, IdMap<Key, usize>) {
-        combos.sort_unstable_by(|a, b| self.order(&a.0).cmp(&self.order(&b.0)));
+    /// only the strings a combination uses are written, in first-use order. With each visitor key's position, if
+    /// asked for.
+    fn write_combos(&self, mut combos: Vec<(Dims, i64)>, version: u8, keys: bool) -> (Writer, IdMap<Key, usize>) {
+        // By device, then each string's place in the sorted table (none first), then variant: the strings are
+        // sorted once, not compared at every step of the sort (a busy link's month is thousands of combinations,
+        // sorted at every write).
+        let rank = self.strings.ranks();
+        let place = |s: u32| if s == NONE { 0 } else { rank[s as usize] + 1 };
+        combos.sort_unstable_by_key(|(d, _)| {
+            let strings = [d.browser, d.os, d.source, d.referrer, d.country, d.city].map(place);
+            (d.device, strings, d.variant)
+        });
         let mut strings = Interner::default();
         let mut keep = |s: u32| {
             if s == NONE {
@@ -112,17 +121,11 @@ impl Cube {
         for (i, &(old, new, n)) in written.iter().enumerate() {
             write_dims(&mut out, &new, version);
             out.int(n);
-            for mask in MASKS {
+            for mask in MASKS.into_iter().filter(|_| keys) {
                 position.entry((mask, old.masked(mask))).or_insert(i);
             }
         }
         (out, position)
-    }
-
-    fn order(&self, d: &Dims) -> (u8, [&str; 6], u8) {
-        let name = |s: u32| if s == NONE { "" } else { self.strings.name(s) };
-        let names = [d.browser, d.os, d.source, d.referrer, d.country, d.city].map(name);
-        (d.device, names, d.variant)
     }
 
     /// The visitors of mask 0 (device, browser, os: what most questions read), kept in the `cube` column, and

@@ -503,6 +503,31 @@ impl LinkTotals {
         self.rank(n).into_iter().map(|(l, c)| (l.to_owned(), c)).collect()
     }
 
+    /// The `n` most clicked links with the clicks of `rows` of per-link counts (the days since these totals were
+    /// made) added, ranked as all the days together would rank them, ties by id included. Only the `n` leaders here
+    /// and the links `rows` name are candidates, never every link: clicks only grow, so each of the `n` leaders
+    /// still beats every link past them without recent clicks, and any recent one short of the `n`-th leader's.
+    pub fn top_with(&self, rows: &[(i64, &[u8])], n: usize) -> Result<Vec<(String, i64)>, CodecError> {
+        let leaders = self.top(n);
+        let floor = if n > 0 && leaders.len() >= n {
+            leaders[n - 1].1
+        } else {
+            0
+        };
+        let mut by_link: IdMap<String, i64> = leaders.into_iter().collect();
+        for (link, recent) in link_totals(rows)? {
+            if recent <= 0 {
+                continue;
+            }
+            let link = std::str::from_utf8(link).map_err(|_| CodecError::Invalid)?;
+            let now = self.get(link) + recent;
+            if now >= floor {
+                by_link.insert(link.to_owned(), now);
+            }
+        }
+        Ok(ranked(by_link.into_iter().collect(), n))
+    }
+
     /// The clicks of `link` (0 for a link without any).
     pub fn get(&self, link: &str) -> i64 {
         self.by_link.get(link).copied().unwrap_or(0)

@@ -367,3 +367,51 @@ fn kept_link_totals_leave_out_links_without_clicks_and_rank_few() {
     w.int(1);
     assert!(LinkTotals::new(&[(1, &w.finish())]).is_err());
 }
+
+#[test]
+fn kept_link_totals_with_recent_days_rank_as_all_the_days_together() {
+    use crate::codec::Writer;
+    let mut state = 99u64;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    let mut column = |links: u64, most: u64| {
+        let entries: Vec<(String, i64)> = (0..links)
+            .filter_map(|l| {
+                let n = next(most) as i64;
+                (n > 0).then(|| (format!("lnk_{l:03}"), n))
+            })
+            .collect();
+        let mut w = Writer::default();
+        w.uint(entries.len() as u64);
+        for (link, n) in &entries {
+            w.str(link);
+            w.int(*n);
+        }
+        w.finish()
+    };
+    for round in 0..40 {
+        // Some rounds with few clicks a link: many ties, ranked by id.
+        let closed: Vec<Vec<u8>> = (0..3).map(|_| column(300, if round < 20 { 40 } else { 2 })).collect();
+        // Recent days: few links, some of them far past the closed leaders, some never clicked before.
+        let recent: Vec<Vec<u8>> = (0..2)
+            .map(|_| column(320, if round % 2 == 0 { 5 } else { 90 }))
+            .collect();
+        let closed_rows: Vec<(i64, &[u8])> = closed.iter().map(|c| (1, c.as_slice())).collect();
+        let recent_rows: Vec<(i64, &[u8])> = recent.iter().map(|c| (1, c.as_slice())).collect();
+        let kept = LinkTotals::new(&closed_rows).expect("closed");
+        let all = LinkTotals::new(&[closed_rows.clone(), recent_rows.clone()].concat()).expect("all");
+        for n in [0, 1, 10, 25, 64, 100] {
+            assert_eq!(
+                kept.top_with(&recent_rows, n).expect("top"),
+                all.top(n),
+                "round {round}, n {n}"
+            );
+        }
+    }
+    let kept = LinkTotals::new(&[]).expect("none");
+    assert!(kept.top_with(&[], 10).expect("empty").is_empty());
+}

@@ -415,6 +415,15 @@ impl PyLinkCounts {
         self.0.top(n)
     }
 
+    /// The `n` most clicked links with the clicks of `rows` of per-link counts `(weight, links)` added (the days
+    /// since these counts were made), as (link id, clicks).
+    fn top_with(&self, py: Python<'_>, rows: Vec<(i64, Bytes)>, n: usize) -> PyResult<Vec<(String, i64)>> {
+        detached(py, || {
+            let rows: Vec<(i64, &[u8])> = rows.iter().map(|(w, b)| (*w, &b[..])).collect();
+            self.0.top_with(&rows, n)
+        })
+    }
+
     /// The clicks of each of `links` (0 for a link without any).
     fn get(&self, links: Vec<String>) -> Vec<i64> {
         links.iter().map(|l| self.0.get(l)).collect()

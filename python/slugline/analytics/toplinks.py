@@ -20,7 +20,6 @@ TOP_LINKS = 10
 # Under a filter, top links are ranked among the period's most clicked links: per-link counts are kept per link,
 # not per link and filter value (that would be a cube per link in every account cube).
 TOP_CANDIDATES = 25
-ALL_LINKS = 1 << 40  # `_core.top_links` asked for every link
 
 
 def _link_counts(
@@ -36,20 +35,9 @@ def _link_counts(
     counts: _core.LinkCounts = kept.get_or_make(
         key, lambda: _core.link_counts(cubes.link_count_rows(session, view, *closed))
     )
-    ranked = counts.top(want)
     if closed[1] == last:
-        return ranked
-    fresh = _core.top_links(cubes.link_count_rows(session, view, closed[1] + timedelta(days=1), last), ALL_LINKS)
-    # A link without recent clicks can make the top only from the closed top `want`: each link past those is beaten
-    # by all of them, closed and now. A link with recent clicks needs at least the closed `want`-th count.
-    by_link = dict(ranked)
-    floor = ranked[want - 1][1] if len(ranked) >= want else 0
-    before = counts.get([link for link, _ in fresh])
-    for (link, n), had in zip(fresh, before, strict=True):
-        now = had + n
-        if now >= floor:
-            by_link[link] = now
-    return sorted(by_link.items(), key=lambda c: (-c[1], c[0]))[:want]
+        return counts.top(want)
+    return counts.top_with(cubes.link_count_rows(session, view, closed[1] + timedelta(days=1), last), want)
 
 
 def _filtered_totals(
