@@ -3,9 +3,9 @@ projected onto device and browser and os (3), source and referrer host (4), or c
 links read instead of the month (`slugline.analytics.cubes.fitting_rows`)
 
 The click writer writes them with every month it writes. Upgrade makes them for the months already stored, a link at
-a time (reading that link's months by key); a month left without them (one written meanwhile by a server still
-running the code before) is read as itself, so answers stay exact, only slower, and the writer makes them again at
-that link's next click in the month. The downgrade deletes them: the code before neither reads them nor keeps them in
+a time (reading that link's months by key); a month without them is read as itself. A server still running the code
+before writes months without updating their projections, which then lag behind until this code's writer writes the
+month again (docs/operations.md). The downgrade deletes them: the code before neither reads them nor keeps them in
 step with the months.
 
 Revision ID: 0025
