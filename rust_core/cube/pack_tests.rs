@@ -22,15 +22,20 @@ const REFERRERS: [Option<&str>; 4] = [
 ];
 const SOURCES: [Option<&str>; 3] = [None, Some("newsletter"), Some("Google")];
 
-/// The account view's day cubes (day, cube) of `days` days of pseudo-random clicks from many visitors.
-fn days(days: i64, seed: u64) -> Vec<(i64, Blobs)> {
+/// A pseudo-random number below `n` at each call, the same sequence for the same seed.
+pub(super) fn random(seed: u64) -> impl FnMut(usize) -> usize {
     let mut state = seed;
-    let mut next = |n: usize| {
+    move |n| {
         state = state
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         (state >> 33) as usize % n
-    };
+    }
+}
+
+/// The account view's day cubes (day, cube) of `days` days of pseudo-random clicks from many visitors.
+fn days(days: i64, seed: u64) -> Vec<(i64, Blobs)> {
+    let mut next = random(seed);
     let owners = IdMap::from_iter([(
         "lnk_a".to_owned(),
         Owner {
@@ -263,13 +268,7 @@ fn fitting_totals_are_the_totals_analyse_gives_per_group_weighted_and_split() {
 
 /// A link's month of pseudo-random combinations over every dimension, places and variants included.
 fn month_with_places(seed: u64) -> Cube {
-    let mut state = seed;
-    let mut next = |n: usize| {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize % n
-    };
+    let mut next = random(seed);
     let mut cube = Cube::default();
     let names = [
         "chrome",

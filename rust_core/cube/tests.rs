@@ -371,14 +371,8 @@ fn kept_link_totals_leave_out_links_without_clicks_and_rank_few() {
 #[test]
 fn kept_link_totals_with_recent_days_rank_as_all_the_days_together() {
     use crate::codec::Writer;
-    let mut state = 99u64;
-    let mut next = |n: u64| {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) % n
-    };
-    let mut column = |links: u64, most: u64| {
+    let mut next = super::pack_tests::random(99);
+    let mut column = |links: u64, most: usize| {
         let entries: Vec<(String, i64)> = (0..links)
             .filter_map(|l| {
                 let n = next(most) as i64;
