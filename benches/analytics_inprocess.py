@@ -1,4 +1,6 @@
 """The analytics service function in process, on data `analytics_scale.py build` made: no HTTP, no server warm-up.
+It is called on an event loop, as a server calls it, with the worker's database threads (an account's figures and
+its top links are read on two threads at once).
 
     python benches/analytics_inprocess.py --data DIR [--repeats 15] [--profile] [SHAPE ...]
 
@@ -11,6 +13,7 @@ analytics cache's figures after them. `--profile` prints cProfile's top function
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import json
 import pstats
@@ -61,7 +64,9 @@ def main() -> int:
 
 
 def run_one(data: Path, shape: str, repeats: int, profile: bool, profile_first: bool = False) -> None:
-    from slugline.analytics.service import analytics_on_thread
+    import anyio.to_thread
+
+    from slugline.analytics.service import get_analytics
     from slugline.common.caller import Caller
     from slugline.common.models import Account
     from slugline.runtime import Runtime
@@ -75,8 +80,15 @@ def run_one(data: Path, shape: str, repeats: int, profile: bool, profile_first: 
     query, which = SHAPES[shape]
     link = {"hot": manifest["links"][0][0], "cold": manifest["links"][-1][0], None: None}[which]
 
+    loop = asyncio.new_event_loop()
+
+    async def threads() -> None:  # as the server has them (`slugline.app`)
+        anyio.to_thread.current_default_thread_limiter().total_tokens = rt.db.threads
+
+    loop.run_until_complete(threads())
+
     def ask() -> None:
-        analytics_on_thread(rt, caller, dict(query), link)
+        loop.run_until_complete(get_analytics(rt, caller, dict(query), link))
 
     if profile_first:
         profiler = cProfile.Profile()
@@ -103,6 +115,7 @@ def run_one(data: Path, shape: str, repeats: int, profile: bool, profile_first: 
         flush=True,
     )
     rt.close()
+    loop.close()
 
 
 def timed(call: Callable[[], None]) -> tuple[float, float]:

@@ -20,6 +20,7 @@ TOP_LINKS = 10
 # Under a filter, top links are ranked among the period's most clicked links: per-link counts are kept per link,
 # not per link and filter value (that would be a cube per link in every account cube).
 TOP_CANDIDATES = 25
+TopLink = tuple[str, str, str | None, int]  # id, slug, title, clicks
 
 
 def _link_counts(
@@ -81,7 +82,7 @@ def top_links(
     last: date,
     filters: dict[str, str],
     kept: Kept | None = None,
-) -> list[tuple[str, str, str | None, int]]:
+) -> list[TopLink]:
     """The most clicked links the caller sees: from the per-link counts, or under a filter each candidate's own
     cubes. Links deleted or hidden since the counts were made drop out when their rows are looked up."""
     want = TOP_CANDIDATES if filters else TOP_LINKS

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from ipaddress import IPv6Network, ip_address
 from typing import Literal
 
@@ -230,6 +230,22 @@ def query_cap(rt: Runtime) -> int:
 
 
 EXPENSIVE = "searches and analytics queries"
+
+
+@asynccontextmanager
+async def spare_query(rt: Runtime, account_id: int) -> AsyncIterator[bool]:
+    """Another of the account's query slots if one is free now (True), never waiting for one: for a second thread
+    of a query that already holds a slot (`analysing`), which runs on one thread without it. So one account's
+    queries still hold at most `query_cap` database threads, and a query never holds a slot while it waits for
+    another (two such queries could each wait for the other's)."""
+    held = AsyncExitStack()
+    try:
+        await held.enter_async_context(rt.gates.hold(f"query:{account_id}", query_cap(rt), 0))
+    except Busy:
+        yield False
+        return
+    async with held:
+        yield True
 
 
 @asynccontextmanager

@@ -25,7 +25,7 @@ from slugline.accounts import callers
 from slugline.accounts.identitycache import IdentityCache
 from slugline.analytics import toplinks
 from slugline.analytics.cache import AnswerCache
-from slugline.analytics.service import analytics_on_thread
+from slugline.analytics.service import analytics_on_thread, get_analytics
 from slugline.common.caller import Caller
 from slugline.common.errors import ServiceError
 from slugline.common.inputs import ListParams
@@ -52,6 +52,8 @@ async def warm_up(app: FastAPI, rt: Runtime) -> None:
         await _route_unmatched(app)
         ghost = _ghost(rt)
         await anyio.to_thread.run_sync(_services, ghost)
+        # An account's figures and top links read at once, on two threads and connections.
+        await get_analytics(ghost, NOBODY_CALLER, dict(ANALYTICS[0]))
         # The reads a page of links or a link answered on the event loop makes (none is answered for nobody).
         await list_on_loop(ghost, NOBODY_CALLER, parse(ListParams, {}))
         with contextlib.suppress(ServiceError):
