@@ -19,10 +19,9 @@ from collections.abc import Hashable
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from slugline.common.models import CubeEpoch
+from slugline.analytics import cubes
 from slugline.common.tally import CacheStats
 
 # Days back from today (UTC) read fresh: today and yesterday (`clicks.cubes.closed` raises epochs for any earlier
@@ -36,7 +35,9 @@ def last_closed_day() -> int:
 
 
 def epoch_of(session: Session, account_id: int) -> int:
-    return session.scalar(select(CubeEpoch.epoch).where(CubeEpoch.account_id == account_id)) or 0
+    """The account's epoch (`CubeEpoch`; 0 without a row)."""
+    found = cubes.query(session, "SELECT epoch FROM cube_epochs WHERE account_id = ?", [account_id])
+    return int(found[0][0]) if found else 0
 
 
 SAMPLED = 16  # items of a container measured; the rest counted as their average

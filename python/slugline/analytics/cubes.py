@@ -19,14 +19,12 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from slugline import _core
 from slugline.clicks.cubes import ALL, DAY, MONTH, PACK, PUBLIC, read, recent, view_change, view_parts
 from slugline.common.caller import Caller
 from slugline.common.clock import day_date, day_number, month_days, month_number, month_start
-from slugline.common.models import CubeMove
 
 DayRow = tuple[int, int, bytes, bytes | None, bytes | None]  # weight, epoch day, cube, uniques, hours
 PackRow = tuple[int, int, int, bytes, bytes | None]  # weight, first and last epoch day read, cube, uniques
@@ -43,11 +41,9 @@ class View:
 def account_view(session: Session, caller: Caller) -> View:
     """The caller's account as its key sees it, with the moves not yet made."""
     scope = PUBLIC if caller.public_only else ALL
-    moves = session.execute(
-        select(CubeMove.link_id, CubeMove.kind, CubeMove.public)
-        .where(CubeMove.account_id == caller.account_id)
-        .order_by(CubeMove.id)
-    ).all()
+    moves = query(
+        session, "SELECT link_id, kind, public FROM cube_moves WHERE account_id = ? ORDER BY id", [caller.account_id]
+    )
     weighted = []
     for link_id, kind, public in moves:
         scopes, weight = view_change(kind, public, public_only=caller.public_only)
@@ -71,7 +67,7 @@ def period_rows(
     # A pack's bucket is the last day it holds, in the month it packs: those of the months the period touches.
     end = month_days(month_number(last))[1]
     latest: dict[int, tuple[int, bytes, bytes | None]] = {}
-    for through, cube, more in _query(session, sql, [view.account_id, view.scope, day_number(first), end]):
+    for through, cube, more in query(session, sql, [view.account_id, view.scope, day_number(first), end]):
         month = month_number(day_date(through))
         if month not in latest or latest[month][0] < through:
             latest[month] = (through, cube, more)
@@ -108,7 +104,7 @@ def day_rows(
         "AND bucket BETWEEN ? AND ?" + (f" AND NOT (scope = ? AND ({ranges}))" if held else "")
     )
     params = [view.account_id, *scopes, day_number(first), day_number(last), *([view.scope] if held else [])]
-    found = _query(session, sql, params)
+    found = query(session, sql, params)
     rows = [(scopes[row[0]], row[1], row[2], row[3], row[4]) for row in found]
     moved = {row[1] for row in found if row[0] != view.scope and recent(row[1])}
     if not moved:
@@ -128,7 +124,7 @@ def _marks(values: Any) -> str:
     return ", ".join("?" * len(values))
 
 
-def _query(session: Session, sql: str, params: list[Any]) -> list[Any]:
+def query(session: Session, sql: str, params: list[Any]) -> list[Any]:
     """The rows of `sql` (`?` marks), in the session's transaction, as text built here: a statement built with
     SQLAlchemy for each question cost more to make (its cache key walked) than to run. On PostgreSQL through a
     cursor that takes `bytea` in the binary format, not as hex text (a year of a busy account's day cubes, ~5 MB:
@@ -188,7 +184,7 @@ def link_count_rows(session: Session, view: View, first: date, last: date) -> li
             f"SELECT max(bucket) FROM click_cubes WHERE account_id = ? AND scope = ? AND level = {PACK} "
             "AND bucket BETWEEN ? AND ?"
         )
-        [(through,)] = _query(session, sql, [view.account_id, view.scope, day_number(start), day_number(last)])
+        [(through,)] = query(session, sql, [view.account_id, view.scope, day_number(start), day_number(last)])
         if through is not None:
             months.pop(month_number(last), None)
             for n in range((end - start).days + 1):
@@ -199,7 +195,7 @@ def link_count_rows(session: Session, view: View, first: date, last: date) -> li
         "SELECT level, bucket, links FROM click_cubes WHERE account_id = ? AND scope = ? AND links IS NOT NULL "
         f"AND ({_in_cover(months, days, packs)})"
     )
-    found = _query(session, sql, [view.account_id, view.scope])
+    found = query(session, sql, [view.account_id, view.scope])
     return [(_weight(lv, b, months, days), links) for lv, b, links in found if links is not None]
 
 
@@ -214,7 +210,7 @@ def link_rows(session: Session, account_id: int, links: list[str], first: date, 
         f"SELECT scope, level, bucket, cube FROM click_cubes WHERE account_id = ? AND scope IN ({_marks(links)}) "
         f"AND ({_in_cover(months, days)})"
     )
-    for scope, level, bucket, cube in _query(session, sql, [account_id, *links]):
+    for scope, level, bucket, cube in query(session, sql, [account_id, *links]):
         out[scope].append((_weight(level, bucket, months, days), 0, cube, None, None))
     return out
 
@@ -243,5 +239,5 @@ def fitting_rows(
         f"SELECT scope, level, bucket, cube FROM click_cubes AS c WHERE account_id = ? AND scope IN ({_marks(links)}) "
         f"AND ((level = {level} AND bucket IN ({in_months})) OR ({_in_cover({}, days)}) OR ({unprojected}))"
     )
-    found = _query(session, sql, [account_id, *links])
+    found = query(session, sql, [account_id, *links])
     return [(position[link], days[b] if lv == DAY else months[b], cube) for link, lv, b, cube in found]
