@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, event, func, select, text
+from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
@@ -30,7 +30,7 @@ from slugline.runtime import Runtime
 from slugline.storage import migrate
 from slugline.storage.db import normalize_url
 from tests.oauth.test_token_pruning import grant_for
-from tests.support.helpers import CHROME, LINKS, make_settings, wait_for_total
+from tests.support.helpers import CHROME, LINKS, sqlite_plan, wait_for_total
 from tests.support.helpers import Account as Who
 
 HELD = (ApiKey, SessionToken, OAuthGrant, IdempotentAnswer, Link, LinkChange, ClickCube, CubeMove)
@@ -268,16 +268,10 @@ def test_on_postgresql_a_batch_names_its_account_and_its_links_triggers_skip_onl
 def test_on_sqlite_a_batch_of_links_is_found_by_id(tmp_path: Any) -> None:
     """Not through the account's index: that walked every link the account has left, in each batch (quadratic in
     the account's links)."""
-    settings = make_settings(f"sqlite:///{tmp_path}/plan.db")
-    rt = Runtime.create(settings)
-    try:
-        migrate.upgrade(rt.db.engine)
-        ran: list[tuple[str, Any]] = []
-        event.listen(rt.db.engine, "before_cursor_execute", lambda *a: ran.append((a[2], a[3])))
-        deletion._delete_links(rt.db, 1, [f"lnk_{n:011d}" for n in range(25)])
-        [(statement, parameters)] = [(s, p) for s, p in ran if s.startswith("DELETE FROM links")]
-        with rt.db.engine.connect() as conn:
-            plan = " ".join(row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
-        assert "autoindex_links_1 (id=?)" in plan and "account" not in plan, plan
-    finally:
-        rt.close()
+    ids = [f"lnk_{n:011d}" for n in range(25)]
+    plan = sqlite_plan(
+        f"{tmp_path}/plan.db",
+        lambda rt: deletion._delete_links(rt.db, 1, ids),
+        lambda statement: statement.startswith("DELETE FROM links"),
+    )
+    assert "autoindex_links_1 (id=?)" in plan and "account" not in plan, plan

@@ -138,3 +138,23 @@ def raw_get(client: TestClient, path: str, headers: list[tuple[bytes, bytes]]) -
     client.portal.call(app, scope, receive, send)
     start = next(m for m in sent if m["type"] == "http.response.start")
     return start["status"], dict(start["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def sqlite_plan(path: str, run: Callable[[Runtime], object], picks: Callable[[str], bool]) -> str:
+    """SQLite's plan (EXPLAIN QUERY PLAN, its details joined) of the one statement `picks` that `run` executes on a
+    new, migrated database file at `path`."""
+    from sqlalchemy import event
+
+    from slugline.storage import migrate
+
+    rt = Runtime.create(make_settings(f"sqlite:///{path}"))
+    try:
+        migrate.upgrade(rt.db.engine)
+        ran: list[tuple[str, Any]] = []
+        event.listen(rt.db.engine, "before_cursor_execute", lambda *a: ran.append((a[2], a[3])))
+        run(rt)
+        [(statement, parameters)] = [(s, p) for s, p in ran if picks(s)]
+        with rt.db.engine.connect() as conn:
+            return " ".join(row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
+    finally:
+        rt.close()
